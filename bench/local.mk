@@ -1,0 +1,1 @@
+## bench/local.mk: rules for this part (included by the top-level Makefile.am).

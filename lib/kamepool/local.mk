@@ -1,0 +1,1 @@
+## lib/kamepool/local.mk: rules for this part (included by the top-level Makefile.am).

@@ -1,0 +1,1 @@
+## man/kamepool.mk: rules for this part (included by the top-level Makefile.am).

@@ -1,0 +1,250 @@
+/* bench.h -- helpers shared by the benchmark programs: the clock, a
+   seeded generator, size distributions, command-line parsing and the
+   barrier that keeps the compiler from deleting malloc/free pairs.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#ifndef KP_BENCH_H
+#define KP_BENCH_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Everything here is static: each program is one translation unit plus
+   this header, so there is no library to keep in step.  */
+
+static inline double
+kb_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* GCC removes a malloc whose block is freed unused; telling it that the
+   pointer escapes into memory it cannot see keeps every call real.  */
+static inline void
+kb_escape (void *p)
+{
+  __asm__ volatile ("" : : "r" (p) : "memory");
+}
+
+/* splitmix64: tiny, fast, and good enough to pick sizes and slots.  */
+static inline uint64_t
+kb_rand (uint64_t *state)
+{
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n), n > 0.  The modulo bias is far below the noise.  */
+static inline uint64_t
+kb_below (uint64_t *state, uint64_t n)
+{
+  return kb_rand (state) % n;
+}
+
+static inline unsigned
+kb_log2 (size_t n)
+{
+  unsigned l = 0;
+  while (n >>= 1)
+    l++;
+  return l;
+}
+
+/* Log-uniform in [lo, hi]: every octave gets the same share of requests,
+   so small and large blocks both matter, as in real programs.  */
+static inline size_t
+kb_log_uniform (uint64_t *state, size_t lo, size_t hi)
+{
+  unsigned elo = kb_log2 (lo), ehi = kb_log2 (hi);
+  unsigned e = elo + (unsigned) kb_below (state, ehi - elo + 1);
+  size_t base = (size_t) 1 << e;
+  size_t n = base + (size_t) kb_below (state, base);
+  return n < lo ? lo : n > hi ? hi : n;
+}
+
+static inline void
+kb_die (const char *prog, const char *msg)
+{
+  fprintf (stderr, "%s: %s\n", prog, msg);
+  exit (1);
+}
+
+static inline void *
+kb_xcalloc (const char *prog, size_t n, size_t size)
+{
+  void *p = calloc (n, size);
+  if (p == NULL)
+    kb_die (prog, "out of memory for the benchmark's own tables");
+  return p;
+}
+
+/* Command-line options: --name=VALUE or --name VALUE.  Sizes take a
+   binary suffix (k, m, g); a bad value is an error, never a guess.  */
+enum kb_opt_kind
+{
+  KB_SIZE,                      /* size_t, suffixes k m g */
+  KB_DOUBLE,                    /* double */
+  KB_FLAG                       /* int set to 1, takes no value */
+};
+
+struct kb_opt
+{
+  const char *name;
+  enum kb_opt_kind kind;
+  void *dst;
+  const char *help;
+};
+
+static inline int
+kb_parse_size (const char *s, size_t *out)
+{
+  char *end;
+  unsigned long long v;
+  unsigned shift = 0;
+
+  if (*s == '\0' || *s == '-')
+    return -1;
+  errno = 0;
+  v = strtoull (s, &end, 10);
+  if (errno != 0 || end == s)
+    return -1;
+  switch (*end)
+    {
+    case '\0':
+      break;
+    case 'k': case 'K':
+      shift = 10;
+      end++;
+      break;
+    case 'm': case 'M':
+      shift = 20;
+      end++;
+      break;
+    case 'g': case 'G':
+      shift = 30;
+      end++;
+      break;
+    default:
+      return -1;
+    }
+  if (*end != '\0' || v > (SIZE_MAX >> shift))
+    return -1;
+  *out = (size_t) v << shift;
+  return 0;
+}
+
+static inline void
+kb_usage (FILE *f, const char *prog, const char *what,
+          const struct kb_opt *opts)
+{
+  fprintf (f, "Usage: %s [OPTION]...\n%s\n\n", prog, what);
+  for (; opts->name != NULL; opts++)
+    fprintf (f, "  --%-12s %s\n", opts->name, opts->help);
+  fprintf (f, "  --%-12s %s\n", "help", "print this help and exit");
+}
+
+/* Parses argv into OPTS (terminated by a null name); exits 2 with a
+   message on anything it does not understand.  */
+static inline void
+kb_parse (int argc, char **argv, const char *what, const struct kb_opt *opts)
+{
+  const char *prog = argv[0];
+  int i;
+
+  for (i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i], *val = NULL, *eq;
+      const struct kb_opt *o;
+      size_t len;
+
+      if (strcmp (arg, "--help") == 0)
+        {
+          kb_usage (stdout, prog, what, opts);
+          exit (0);
+        }
+      if (strncmp (arg, "--", 2) != 0)
+        {
+          fprintf (stderr, "%s: unexpected argument '%s'\n", prog, arg);
+          exit (2);
+        }
+      arg += 2;
+      eq = strchr (arg, '=');
+      len = eq != NULL ? (size_t) (eq - arg) : strlen (arg);
+      for (o = opts; o->name != NULL; o++)
+        if (strlen (o->name) == len && strncmp (o->name, arg, len) == 0)
+          break;
+      if (o->name == NULL)
+        {
+          fprintf (stderr, "%s: unknown option '--%.*s' (try --help)\n",
+                   prog, (int) len, arg);
+          exit (2);
+        }
+      if (o->kind == KB_FLAG)
+        {
+          if (eq != NULL)
+            {
+              fprintf (stderr, "%s: --%s takes no value\n", prog, o->name);
+              exit (2);
+            }
+          *(int *) o->dst = 1;
+          continue;
+        }
+      if (eq != NULL)
+        val = eq + 1;
+      else if (i + 1 < argc)
+        val = argv[++i];
+      else
+        {
+          fprintf (stderr, "%s: --%s needs a value\n", prog, o->name);
+          exit (2);
+        }
+      if (o->kind == KB_SIZE)
+        {
+          if (kb_parse_size (val, (size_t *) o->dst) != 0)
+            {
+              fprintf (stderr, "%s: --%s: '%s' is not a size\n",
+                       prog, o->name, val);
+              exit (2);
+            }
+        }
+      else
+        {
+          char *end;
+          double d;
+          errno = 0;
+          d = strtod (val, &end);
+          if (errno != 0 || end == val || *end != '\0' || !(d >= 0))
+            {
+              fprintf (stderr, "%s: --%s: '%s' is not a number >= 0\n",
+                       prog, o->name, val);
+              exit (2);
+            }
+          *(double *) o->dst = d;
+        }
+    }
+}
+
+/* Fails with a message when a parameter is outside what the program can
+   run; the driver shows the message instead of a made-up number.  */
+static inline void
+kb_require (const char *prog, int ok, const char *what)
+{
+  if (!ok)
+    {
+      fprintf (stderr, "%s: %s\n", prog, what);
+      exit (2);
+    }
+}
+
+#endif /* KP_BENCH_H */

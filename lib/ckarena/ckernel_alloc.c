@@ -316,13 +316,14 @@ static void
 ck_bump_report (const char *fmt, ...)
 {
   int saved_errno = errno;
+  char line[512];
   va_list ap;
 
+  /* One write, so that lines from several threads do not mix.  */
   va_start (ap, fmt);
-  fputs ("ck_bump_alloc_init: ", stderr);
-  vfprintf (stderr, fmt, ap);
-  fputc ('\n', stderr);
+  vsnprintf (line, sizeof line, fmt, ap);
   va_end (ap);
+  fprintf (stderr, "ck_bump_alloc_init: %s\n", line);
   errno = saved_errno;
 }
 

@@ -1,0 +1,109 @@
+/* envflags.c -- the spellings of CK_BUMP_FORCE_MIXED and
+   CK_BUMP_DISABLE_MIXED: unset, empty, 0, false and no (any case) are
+   off, anything else is on.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include "kptest.h"
+#include "ckernel-test.h"
+
+static const char *const off_spellings[] =
+  { "", "0", "false", "no", "FALSE", "No", "fAlSe", "NO" };
+static const char *const on_spellings[] =
+  { "1", "yes", "true", "on", "TRUE", "Yes", "2", "off!", "00" };
+
+#define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* The mode that ck_bump_alloc_init picks with the flags as they are
+   now, or -1 with errno set.  */
+static int
+mode_now (const char *path)
+{
+  ck_bump_alloc_t a;
+
+  if (ck_bump_alloc_init (&a, path, 2 * CKT_MIB, 0, 4096) != 0)
+    return -1;
+  int mode = (int) a.mode;
+  ck_bump_alloc_free (&a);
+  return mode;
+}
+
+KT_TEST (force_mixed_off_spellings_keep_anonymous_mode)
+{
+  char path[64];
+  int modes[COUNT (off_spellings) + 1];
+
+  unsetenv ("CK_BUMP_DISABLE_MIXED");
+  KT_CHECK (ckt_make_weights (path, 4096));
+  unsetenv ("CK_BUMP_FORCE_MIXED");
+  modes[0] = mode_now (path);
+  for (size_t i = 0; i < COUNT (off_spellings); i++)
+    {
+      setenv ("CK_BUMP_FORCE_MIXED", off_spellings[i], 1);
+      modes[i + 1] = mode_now (path);
+    }
+  unlink (path);
+  for (size_t i = 0; i < COUNT (modes); i++)
+    if (modes[i] != CK_BUMP_MODE_ANON)
+      KT_FAILF ("CK_BUMP_FORCE_MIXED=\"%s\" gave mode %d",
+                i == 0 ? "(unset)" : off_spellings[i - 1], modes[i]);
+}
+
+KT_TEST (force_mixed_on_spellings_select_mixed_mode)
+{
+  char path[64];
+  int modes[COUNT (on_spellings)];
+
+  unsetenv ("CK_BUMP_DISABLE_MIXED");
+  KT_CHECK (ckt_make_weights (path, 4096));
+  for (size_t i = 0; i < COUNT (on_spellings); i++)
+    {
+      setenv ("CK_BUMP_FORCE_MIXED", on_spellings[i], 1);
+      modes[i] = mode_now (path);
+    }
+  unlink (path);
+  for (size_t i = 0; i < COUNT (modes); i++)
+    if (modes[i] != CK_BUMP_MODE_MIXED_FILE_BACKED)
+      KT_FAILF ("CK_BUMP_FORCE_MIXED=\"%s\" gave mode %d",
+                on_spellings[i], modes[i]);
+}
+
+/* With the mixed mode forced, an "on" CK_BUMP_DISABLE_MIXED conflicts
+   (EINVAL) and an "off" one changes nothing: that shows how it reads
+   its value.  */
+KT_TEST (disable_mixed_spellings)
+{
+  char path[64];
+  int off[COUNT (off_spellings)], on[COUNT (on_spellings)];
+  int on_errno[COUNT (on_spellings)];
+
+  KT_CHECK (ckt_make_weights (path, 4096));
+  setenv ("CK_BUMP_FORCE_MIXED", "1", 1);
+  for (size_t i = 0; i < COUNT (off_spellings); i++)
+    {
+      setenv ("CK_BUMP_DISABLE_MIXED", off_spellings[i], 1);
+      off[i] = mode_now (path);
+    }
+  for (size_t i = 0; i < COUNT (on_spellings); i++)
+    {
+      setenv ("CK_BUMP_DISABLE_MIXED", on_spellings[i], 1);
+      errno = 0;
+      on[i] = mode_now (path);
+      on_errno[i] = errno;
+    }
+  unlink (path);
+  for (size_t i = 0; i < COUNT (off); i++)
+    if (off[i] != CK_BUMP_MODE_MIXED_FILE_BACKED)
+      KT_FAILF ("CK_BUMP_DISABLE_MIXED=\"%s\" gave mode %d",
+                off_spellings[i], off[i]);
+  for (size_t i = 0; i < COUNT (on); i++)
+    if (on[i] != -1 || on_errno[i] != EINVAL)
+      KT_FAILF ("CK_BUMP_DISABLE_MIXED=\"%s\" gave mode %d, errno %d",
+                on_spellings[i], on[i], on_errno[i]);
+}
+
+KT_MAIN (KT_CASE (force_mixed_off_spellings_keep_anonymous_mode),
+         KT_CASE (force_mixed_on_spellings_select_mixed_mode),
+         KT_CASE (disable_mixed_spellings))

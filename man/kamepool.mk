@@ -7,3 +7,12 @@ dist_man_MANS += \
 	man/man3/kame_pool_calloc.3 \
 	man/man3/kame_pool_realloc.3 \
 	man/man3/kame_pool_free.3
+dist_man_MANS += \
+	man/man3/kame_pool_aligned_alloc.3 \
+	man/man3/kame_pool_posix_memalign.3 \
+	man/man3/kame_pool_malloc_usable_size.3 \
+	man/man3/kame_pool_set_max_bytes.3 \
+	man/man3/kame_pool_get_max_bytes.3 \
+	man/man3/kame_pool_reserved_bytes.3 \
+	man/man3/kame_pool_set_thread_exit_reclaim.3 \
+	man/man3/kame_pool_get_thread_exit_reclaim.3

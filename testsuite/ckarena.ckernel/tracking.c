@@ -41,8 +41,10 @@ warm_up (void)
 KT_TEST (thousands_of_live_blocks_freed_in_random_order)
 {
   static void *blocks[MANY], *sorted[MANY];
+  static size_t sizes[MANY];
   struct ckt_vm before, full, half, after;
   unsigned seed = 2026;
+  size_t total = 0;
 
   /* Grow the table to its final size first, so that it does not
      count in the mapped bytes.  */
@@ -53,15 +55,19 @@ KT_TEST (thousands_of_live_blocks_freed_in_random_order)
   warm_up ();
   KT_CHECK (ckt_vm_usage (&before));
   double t0 = now ();
+  /* Blocks of 1 to 3 huge pages, so that the addresses are irregular
+     and the hash table sees collisions.  */
   for (size_t i = 0; i < MANY; i++)
     {
-      blocks[i] = ck_huge_alloc (1 + i % 4096);
+      sizes[i] = 1 + (size_t) rand_r (&seed) % (3 * CKT_HUGE);
+      blocks[i] = ck_huge_alloc (sizes[i]);
       if (blocks[i] == NULL)
         KT_FAILF ("allocation %zu failed: %s", i, strerror (errno));
+      total += (sizes[i] + CKT_HUGE - 1) / CKT_HUGE * CKT_HUGE;
     }
   double t1 = now ();
   KT_CHECK (ckt_vm_usage (&full));
-  KT_CHECK_EQ (full.bytes - before.bytes, (size_t) MANY * CKT_HUGE);
+  KT_CHECK_EQ (full.bytes - before.bytes, total);
 
   memcpy (sorted, blocks, sizeof blocks);
   qsort (sorted, MANY, sizeof sorted[0], compare_pointers);
@@ -74,22 +80,29 @@ KT_TEST (thousands_of_live_blocks_freed_in_random_order)
     }
   /* Touch a few: each touch may cost a whole huge page.  */
   for (size_t i = 0; i < MANY; i += 500)
-    ((unsigned char *) blocks[i])[i % 4096] = 1;
+    ((unsigned char *) blocks[i])[sizes[i] - 1] = 1;
 
   for (size_t i = MANY - 1; i > 0; i--)
     {
       size_t j = (size_t) rand_r (&seed) % (i + 1);
       void *t = blocks[i];
+      size_t size = sizes[i];
       blocks[i] = blocks[j];
+      sizes[i] = sizes[j];
       blocks[j] = t;
+      sizes[j] = size;
     }
   double t2 = now ();
+  size_t freed = 0;
   for (size_t i = 0; i < MANY / 2; i++)
-    ck_huge_free (blocks[i], 1 + i % 4096);
+    {
+      ck_huge_free (blocks[i], sizes[i]);
+      freed += (sizes[i] + CKT_HUGE - 1) / CKT_HUGE * CKT_HUGE;
+    }
   KT_CHECK (ckt_vm_usage (&half));
-  KT_CHECK_EQ (full.bytes - half.bytes, (size_t) (MANY / 2) * CKT_HUGE);
+  KT_CHECK_EQ (full.bytes - half.bytes, freed);
   for (size_t i = MANY / 2; i < MANY; i++)
-    ck_huge_free (blocks[i], 1);
+    ck_huge_free (blocks[i], sizes[i]);
   double t3 = now ();
   KT_CHECK (ckt_vm_usage (&after));
   KT_CHECK_EQ (after.bytes, before.bytes);

@@ -15,4 +15,5 @@ dist_man_MANS += \
 	man/man3/kame_pool_get_max_bytes.3 \
 	man/man3/kame_pool_reserved_bytes.3 \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
-	man/man3/kame_pool_get_thread_exit_reclaim.3
+	man/man3/kame_pool_get_thread_exit_reclaim.3 \
+	man/man3/kame_pool_get_stats.3

@@ -17,3 +17,4 @@ dist_man_MANS += \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3
+dist_man_MANS += man/man7/kamepool.7

@@ -1,0 +1,251 @@
+/* foreign.c -- kamepool.api tests of pointers the pool does not own:
+   blocks from the C library's own allocator handed to kame_pool_free,
+   kame_pool_realloc and kame_pool_malloc_usable_size, and invalid
+   frees into pool memory that is not allocated.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+#define KIB ((size_t) 1024)
+#define MIB (KIB * KIB)
+#define UNIT (256 * KIB)
+#define REGION (32 * MIB)
+
+/* glibc's own allocator, which the pool never interposes.  */
+extern void *__libc_malloc (size_t);
+extern void *__libc_memalign (size_t, size_t);
+extern void __libc_free (void *);
+
+/* Bytes in use in glibc's arenas (mallinfo2 is glibc's, never the
+   pool's): the witness that a block really went back to libc.  glibc
+   counts blocks parked in its per-thread cache (up to 1032 bytes) as in
+   use, so the blocks here are bigger, and the cache itself is set up
+   first.  */
+static size_t
+libc_in_use (void)
+{
+  __libc_free (__libc_malloc (1));
+  struct mallinfo2 m = mallinfo2 ();
+  return m.uordblks + m.hblkhd;
+}
+
+static void
+paint (void *p, size_t n, unsigned seed)
+{
+  unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    b[i] = (unsigned char) (seed + i * 13u);
+}
+
+static bool
+painted (const void *p, size_t n, unsigned seed)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != (unsigned char) (seed + i * 13u))
+      return false;
+  return true;
+}
+
+/* Run FN in a child whose stderr is a pipe; return its wait status and
+   leave what it wrote to stderr in BUF.  */
+static int
+run_capturing_stderr (void (*fn) (void), char *buf, size_t size)
+{
+  int fd[2];
+  if (pipe (fd) != 0)
+    return -1;
+  fflush (stdout);
+  pid_t pid = fork ();
+  if (pid < 0)
+    return -1;
+  if (pid == 0)
+    {
+      close (fd[0]);
+      dup2 (fd[1], 2);
+      close (fd[1]);
+      fn ();
+      _exit (0);
+    }
+  close (fd[1]);
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read (fd[0], buf + len, size - 1 - len)) > 0
+         || (r < 0 && errno == EINTR))
+    if (r > 0)
+      len += (size_t) r;
+  buf[len] = '\0';
+  close (fd[0]);
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return status;
+}
+
+/* After a bad free the pool must still allocate and free normally.  */
+static void
+exercise_pool (void)
+{
+  void *p[100];
+  for (int i = 0; i < 100; i++)
+    {
+      p[i] = kame_pool_malloc ((size_t) i * 97 + 1);
+      if (p[i] == NULL)
+        _exit (3);
+      memset (p[i], i, (size_t) i * 97 + 1);
+    }
+  for (int i = 0; i < 100; i++)
+    kame_pool_free (p[i]);
+  void *d = kame_pool_malloc (100 * KIB);
+  if (d == NULL || kame_pool_malloc_usable_size (d) != UNIT)
+    _exit (4);
+  kame_pool_free (d);
+}
+
+KT_TEST (free_of_a_libc_pointer_goes_to_libc_free)
+{
+  static const size_t sizes[] = { 1100, 5000, 100 * KIB, MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t before = libc_in_use ();
+      void *q = __libc_malloc (sizes[i]);
+      KT_CHECK (q != NULL);
+      KT_CHECK (libc_in_use () >= before + sizes[i]);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 0);
+      errno = EDOM;
+      kame_pool_free (q);
+      KT_CHECK_EQ (errno, EDOM);
+      if (libc_in_use () != before)
+        KT_FAILF ("libc still holds %zu bytes after freeing a %zu-byte "
+                  "block", libc_in_use () - before, sizes[i]);
+    }
+  size_t before = libc_in_use ();
+  void *q = __libc_memalign (4096, 64 * MIB);
+  KT_CHECK (q != NULL);
+  kame_pool_free (q);
+  KT_CHECK_EQ (libc_in_use (), before);
+}
+
+KT_TEST (realloc_of_a_libc_pointer_goes_to_libc_realloc)
+{
+  static const size_t sizes[][2] = {
+    { 1100, 5000 }, { 5000, 1100 }, { 1100, 200 * KIB }, { 2000, 5 * MIB }
+  };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t before = libc_in_use ();
+      void *q = __libc_malloc (sizes[i][0]);
+      KT_CHECK (q != NULL);
+      paint (q, sizes[i][0], 7);
+      errno = EDOM;
+      void *r = kame_pool_realloc (q, sizes[i][1]);
+      KT_CHECK (r != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      size_t kept = sizes[i][0] < sizes[i][1] ? sizes[i][0] : sizes[i][1];
+      KT_CHECK (painted (r, kept, 7));
+      /* Still libc's block.  */
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (r), 0);
+      KT_CHECK (libc_in_use () >= before + sizes[i][1]);
+      kame_pool_free (r);
+      KT_CHECK_EQ (libc_in_use (), before);
+    }
+}
+
+KT_TEST (usable_size_is_zero_for_pointers_not_from_the_pool)
+{
+  static char static_buf[64];
+  char stack_buf[64];
+  void *q = __libc_malloc (64);
+  KT_CHECK (q != NULL);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (NULL), 0);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 0);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (static_buf), 0);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (stack_buf), 0);
+  __libc_free (q);
+}
+
+static void
+free_into_region_metadata (void)
+{
+  void *p = kame_pool_malloc (16);
+  if (p == NULL)
+    _exit (2);
+  char *region = (char *) ((uintptr_t) p & ~(uintptr_t) (REGION - 1));
+  /* Unit 0 of a region is its metadata, never a block.  */
+  kame_pool_free (region + 64);
+  kame_pool_free (region + 100 * KIB);
+  exercise_pool ();
+  kame_pool_free (p);
+}
+
+KT_TEST (invalid_free_into_metadata_is_reported_and_ignored)
+{
+  static char err[4096];
+  int status = run_capturing_stderr (free_into_region_metadata, err,
+                                     sizeof err);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    KT_FAILF ("child died (status %#x), stderr: %.300s", status, err);
+  if (strstr (err, "kamepool: invalid free") == NULL)
+    KT_FAILF ("no \"kamepool: invalid free\" on stderr: \"%.300s\"", err);
+}
+
+static void
+free_a_released_dedicated_chunk (void)
+{
+  void *p = kame_pool_malloc (100 * KIB);
+  if (p == NULL)
+    _exit (2);
+  kame_pool_free (p);
+  kame_pool_free (p);
+  exercise_pool ();
+}
+
+KT_TEST (free_into_a_released_chunk_is_reported_and_ignored)
+{
+  static char err[4096];
+  int status = run_capturing_stderr (free_a_released_dedicated_chunk, err,
+                                     sizeof err);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    KT_FAILF ("child died (status %#x), stderr: %.300s", status, err);
+  if (strstr (err, "kamepool: invalid free") == NULL)
+    KT_FAILF ("no \"kamepool: invalid free\" on stderr: \"%.300s\"", err);
+}
+
+static void
+free_libc_and_pool_blocks (void)
+{
+  for (int i = 0; i < 100; i++)
+    {
+      kame_pool_free (__libc_malloc ((size_t) i * 50 + 1));
+      kame_pool_free (kame_pool_malloc ((size_t) i * 50 + 1));
+    }
+  exercise_pool ();
+}
+
+/* The other side: correct frees, foreign ones included, say nothing.  */
+KT_TEST (valid_frees_print_nothing)
+{
+  static char err[4096];
+  int status = run_capturing_stderr (free_libc_and_pool_blocks, err,
+                                     sizeof err);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    KT_FAILF ("child died (status %#x), stderr: %.300s", status, err);
+  if (err[0] != '\0')
+    KT_FAILF ("stderr: \"%.300s\"", err);
+}
+
+KT_MAIN (KT_CASE (free_of_a_libc_pointer_goes_to_libc_free),
+         KT_CASE (realloc_of_a_libc_pointer_goes_to_libc_realloc),
+         KT_CASE (usable_size_is_zero_for_pointers_not_from_the_pool),
+         KT_CASE (invalid_free_into_metadata_is_reported_and_ignored),
+         KT_CASE (free_into_a_released_chunk_is_reported_and_ignored),
+         KT_CASE (valid_frees_print_nothing))

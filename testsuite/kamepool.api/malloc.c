@@ -1,0 +1,541 @@
+/* malloc.c -- kamepool.api tests of kame_pool_malloc, kame_pool_calloc,
+   kame_pool_realloc, kame_pool_free and kame_pool_malloc_usable_size
+   against the contract: unique zero-size blocks, alignment, the exact
+   usable size of every tier, errno, ENOMEM, zeroing, overflow and the
+   in-place rules of realloc.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+#define KIB ((size_t) 1024)
+#define MIB (KIB * KIB)
+#define UNIT (256 * KIB)
+#define REGION (32 * MIB)
+#define PAGE ((size_t) 4096)
+
+/* The 50 size classes of the contract.  */
+static const size_t classes[] = {
+  16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
+  256, 272, 288, 304, 320, 336, 352, 368, 384, 448, 512, 640, 768, 896,
+  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144,
+  7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768
+};
+#define NCLASSES (sizeof classes / sizeof classes[0])
+
+/* The usable size the contract promises for kame_pool_malloc (N).  */
+static size_t
+expected_usable (size_t n)
+{
+  if (n <= 32768)
+    {
+      for (size_t i = 0; i < NCLASSES; i++)
+        if (classes[i] >= n)
+          return classes[i];
+    }
+  if (n <= 4 * MIB)
+    return (n + UNIT - 1) / UNIT * UNIT;
+  /* A mapping of its own, the block at offset 4096: the mapping is
+     n + 4096 rounded to pages, so the capacity is n rounded to pages.  */
+  return (n + PAGE - 1) / PAGE * PAGE;
+}
+
+static void
+paint (void *p, size_t n, unsigned seed)
+{
+  unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    b[i] = (unsigned char) (seed * 131u + i * 7u + (i >> 8));
+}
+
+static bool
+painted (const void *p, size_t n, unsigned seed)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != (unsigned char) (seed * 131u + i * 7u + (i >> 8)))
+      return false;
+  return true;
+}
+
+static bool
+all_zero (const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != 0)
+      return false;
+  return true;
+}
+
+static int
+cmp_ptr (const void *a, const void *b)
+{
+  uintptr_t x = (uintptr_t) *(void *const *) a;
+  uintptr_t y = (uintptr_t) *(void *const *) b;
+  return x < y ? -1 : x > y;
+}
+
+static kame_pool_stats_t
+stats_now (void)
+{
+  kame_pool_stats_t s;
+  memset (&s, 0, sizeof s);
+  s.version = KAME_POOL_STATS_VERSION;
+  kame_pool_get_stats (&s);
+  return s;
+}
+
+/* Sizes the compiler cannot see, so that the huge ones draw no
+   -Walloc-size-larger-than warning.  */
+static volatile size_t size_max = SIZE_MAX;
+static volatile size_t ptrdiff_max = PTRDIFF_MAX;
+
+KT_TEST (malloc_zero_returns_unique_pointers)
+{
+  enum { N = 2000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (0);
+      KT_CHECK (p[i] != NULL);
+      KT_CHECK_EQ ((uintptr_t) p[i] % 16, 0);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p[i]), 16);
+    }
+  qsort (p, N, sizeof p[0], cmp_ptr);
+  for (int i = 1; i < N; i++)
+    KT_CHECK (p[i - 1] != p[i]);
+  for (int i = 0; i < N; i++)
+    kame_pool_free (p[i]);
+}
+
+/* Every size 1..4096 and a sweep above, all live at once and painted
+   over their whole usable size, so that an overlap shows.  */
+KT_TEST (every_size_is_16_byte_aligned_with_its_class_usable_size)
+{
+  enum { SMALL = 4096, STEP = 97 };
+  size_t sizes[SMALL + 32768 / STEP + 64];
+  size_t count = 0;
+  for (size_t n = 1; n <= SMALL; n++)
+    sizes[count++] = n;
+  for (size_t n = SMALL + 1; n <= 32768; n += STEP)
+    sizes[count++] = n;
+  for (size_t n = 32769; n <= 4 * MIB; n += 331 * KIB + 5)
+    sizes[count++] = n;
+  void **p = kame_pool_calloc (count, sizeof *p);
+  KT_CHECK (p != NULL);
+  for (size_t i = 0; i < count; i++)
+    {
+      p[i] = kame_pool_malloc (sizes[i]);
+      if (p[i] == NULL)
+        KT_FAILF ("malloc (%zu) returned NULL", sizes[i]);
+      if ((uintptr_t) p[i] % 16 != 0)
+        KT_FAILF ("malloc (%zu) = %p, not 16-byte aligned", sizes[i], p[i]);
+      size_t u = kame_pool_malloc_usable_size (p[i]);
+      if (u != expected_usable (sizes[i]))
+        KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
+                  sizes[i], u, expected_usable (sizes[i]));
+      paint (p[i], u, (unsigned) i);
+    }
+  for (size_t i = 0; i < count; i++)
+    if (!painted (p[i], kame_pool_malloc_usable_size (p[i]), (unsigned) i))
+      KT_FAILF ("block of malloc (%zu) at %p was overwritten", sizes[i],
+                p[i]);
+  for (size_t i = 0; i < count; i++)
+    kame_pool_free (p[i]);
+  kame_pool_free (p);
+}
+
+KT_TEST (usable_size_at_every_class_boundary)
+{
+  for (size_t i = 0; i < NCLASSES; i++)
+    {
+      size_t s = classes[i];
+      size_t probe[3] = { s - 1, s, s + 1 };
+      size_t want[3] = { s, s, i + 1 < NCLASSES ? classes[i + 1] : UNIT };
+      for (int k = 0; k < 3; k++)
+        {
+          void *p = kame_pool_malloc (probe[k]);
+          KT_CHECK (p != NULL);
+          size_t u = kame_pool_malloc_usable_size (p);
+          if (u != want[k])
+            KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
+                      probe[k], u, want[k]);
+          /* The class's natural alignment: its lowest set bit.  */
+          size_t natural = u & -u;
+          if ((uintptr_t) p % natural != 0)
+            KT_FAILF ("malloc (%zu) = %p, not aligned to %zu", probe[k], p,
+                      natural);
+          kame_pool_free (p);
+        }
+    }
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (NULL), 0);
+}
+
+KT_TEST (dedicated_sizes_are_whole_units_and_unit_aligned)
+{
+  static const size_t sizes[] = {
+    32769, 65536, UNIT - 1, UNIT, UNIT + 1, MIB - 1, MIB, MIB + 1,
+    3 * MIB + 7, 4 * MIB - 1, 4 * MIB
+  };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      kame_pool_stats_t before = stats_now ();
+      unsigned char *p = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p != NULL);
+      size_t units = (sizes[i] + UNIT - 1) / UNIT;
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p), units * UNIT);
+      KT_CHECK_EQ ((uintptr_t) p % UNIT, 0);
+      kame_pool_stats_t during = stats_now ();
+      KT_CHECK_EQ (during.dedicated_chunk_bytes
+                   - before.dedicated_chunk_bytes, units * UNIT);
+      p[0] = 1;
+      p[units * UNIT - 1] = 2;
+      kame_pool_free (p);
+      kame_pool_stats_t after = stats_now ();
+      KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
+    }
+}
+
+KT_TEST (large_sizes_are_page_rounded_at_offset_4096_of_a_mapping)
+{
+  static const size_t sizes[] = {
+    4 * MIB + 1, 5 * MIB, 5 * MIB + 4095, 5 * MIB + 4097, 33 * MIB,
+    64 * MIB + 123
+  };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      unsigned char *p = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p != NULL);
+      size_t u = kame_pool_malloc_usable_size (p);
+      if (u != expected_usable (sizes[i]))
+        KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
+                  sizes[i], u, expected_usable (sizes[i]));
+      KT_CHECK_EQ ((uintptr_t) p % REGION, PAGE);
+      p[0] = 1;
+      p[u - 1] = 2;
+      kame_pool_free (p);
+    }
+}
+
+KT_TEST (successful_calls_leave_errno_unchanged)
+{
+  static const size_t sizes[] = { 0, 1, 24, 4096, 40000, 2 * MIB,
+                                  6 * MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t n = sizes[i];
+      errno = EDOM;
+      void *p = kame_pool_malloc (n);
+      KT_CHECK (p != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      void *q = kame_pool_calloc (1, n);
+      KT_CHECK (q != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      p = kame_pool_realloc (p, n + 100);
+      KT_CHECK (p != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      void *r = kame_pool_aligned_alloc (64, n);
+      KT_CHECK (r != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      void *s = NULL;
+      KT_CHECK_EQ (kame_pool_posix_memalign (&s, 256, n), 0);
+      KT_CHECK_EQ (errno, EDOM);
+      KT_CHECK (kame_pool_malloc_usable_size (s) >= n);
+      KT_CHECK_EQ (errno, EDOM);
+      kame_pool_free (q);
+      kame_pool_free (r);
+      kame_pool_free (s);
+      KT_CHECK_EQ (errno, EDOM);
+      KT_CHECK (kame_pool_realloc (p, 0) == NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      kame_pool_free (NULL);
+      kame_pool_stats_t st = stats_now ();
+      (void) st;
+      KT_CHECK_EQ (errno, EDOM);
+    }
+}
+
+KT_TEST (huge_sizes_fail_with_enomem)
+{
+  const size_t sizes[] = {
+    size_max, size_max - 1, size_max - PAGE, size_max - 32768,
+    ptrdiff_max + 1, ptrdiff_max,
+    /* Within PTRDIFF_MAX but beyond any address space: the OS refuses.  */
+    (size_t) 1 << 50, (size_t) 1 << 47
+  };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      errno = 0;
+      void *p = kame_pool_malloc (sizes[i]);
+      if (p != NULL)
+        KT_FAILF ("malloc (%zu) returned %p", sizes[i], p);
+      if (errno != ENOMEM)
+        KT_FAILF ("malloc (%zu): errno %d, not ENOMEM", sizes[i], errno);
+    }
+  /* The failures left the pool working.  */
+  void *p = kame_pool_malloc (100);
+  KT_CHECK (p != NULL);
+  kame_pool_free (p);
+}
+
+KT_TEST (calloc_zeroes_reused_dirty_blocks)
+{
+  static const size_t sizes[] = { 1, 16, 100, 1000, 4096, 32768, 40000,
+                                  UNIT, 3 * MIB, 5 * MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t n = sizes[i];
+      for (int round = 0; round < 3; round++)
+        {
+          unsigned char *p = kame_pool_malloc (n);
+          KT_CHECK (p != NULL);
+          memset (p, 0xa5, kame_pool_malloc_usable_size (p));
+          kame_pool_free (p);
+          unsigned char *q = kame_pool_calloc (1, n);
+          KT_CHECK (q != NULL);
+          if (!all_zero (q, n))
+            KT_FAILF ("calloc (1, %zu) returned dirty memory", n);
+          kame_pool_free (q);
+          q = kame_pool_calloc (n, 1);
+          KT_CHECK (q != NULL);
+          if (!all_zero (q, n))
+            KT_FAILF ("calloc (%zu, 1) returned dirty memory", n);
+          kame_pool_free (q);
+        }
+    }
+}
+
+KT_TEST (calloc_overflow_fails_with_enomem)
+{
+  const size_t half = size_max / 2 + 1;
+  const size_t pairs[][2] = {
+    { half, 2 }, { 2, half }, { (size_t) 1 << 32, (size_t) 1 << 32 },
+    { size_max, size_max }, { size_max, 2 }, { 65537, size_max / 65536 }
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    {
+      errno = 0;
+      void *p = kame_pool_calloc (pairs[i][0], pairs[i][1]);
+      if (p != NULL)
+        KT_FAILF ("calloc (%zu, %zu) returned %p", pairs[i][0], pairs[i][1],
+                  p);
+      KT_CHECK_EQ (errno, ENOMEM);
+    }
+}
+
+KT_TEST (calloc_zero_returns_unique_pointers)
+{
+  void *a = kame_pool_calloc (0, 5);
+  void *b = kame_pool_calloc (5, 0);
+  void *c = kame_pool_calloc (0, 0);
+  void *d = kame_pool_calloc (0, size_max);
+  KT_CHECK (a != NULL && b != NULL && c != NULL && d != NULL);
+  KT_CHECK (a != b && a != c && b != c && d != a && d != b && d != c);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (a), 16);
+  kame_pool_free (a);
+  kame_pool_free (b);
+  kame_pool_free (c);
+  kame_pool_free (d);
+}
+
+KT_TEST (realloc_null_acts_as_malloc)
+{
+  static const size_t sizes[] = { 0, 1, 100, 5000, 40000, MIB, 5 * MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      errno = EDOM;
+      void *p = kame_pool_realloc (NULL, sizes[i]);
+      KT_CHECK (p != NULL);
+      KT_CHECK_EQ (errno, EDOM);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p),
+                   expected_usable (sizes[i]));
+      kame_pool_free (p);
+    }
+}
+
+/* The block is really released: a dedicated chunk's bytes leave the
+   statistics, and a large mapping leaves the count.  */
+KT_TEST (realloc_to_zero_frees_and_returns_null)
+{
+  kame_pool_stats_t before = stats_now ();
+  void *p = kame_pool_malloc (100 * KIB);
+  KT_CHECK (p != NULL);
+  KT_CHECK_EQ (stats_now ().dedicated_chunk_bytes,
+               before.dedicated_chunk_bytes + UNIT);
+  errno = EDOM;
+  KT_CHECK (kame_pool_realloc (p, 0) == NULL);
+  KT_CHECK_EQ (errno, EDOM);
+  KT_CHECK_EQ (stats_now ().dedicated_chunk_bytes,
+               before.dedicated_chunk_bytes);
+
+  p = kame_pool_malloc (6 * MIB);
+  KT_CHECK (p != NULL);
+  KT_CHECK_EQ (stats_now ().large_alloc_count, before.large_alloc_count + 1);
+  KT_CHECK (kame_pool_realloc (p, 0) == NULL);
+  KT_CHECK_EQ (stats_now ().large_alloc_count, before.large_alloc_count);
+
+  p = kame_pool_malloc (50);
+  KT_CHECK (p != NULL);
+  KT_CHECK (kame_pool_realloc (p, 0) == NULL);
+}
+
+KT_TEST (realloc_shrink_stays_in_place)
+{
+  static const size_t pairs[][2] = {
+    { 1000, 10 }, { 1000, 1 }, { 32768, 16 }, { 100 * KIB, 100 },
+    { 3 * MIB, 300 * KIB }, { 3 * MIB, 1 }, { 8 * MIB, 5 * MIB },
+    { 8 * MIB, 10 }
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    {
+      size_t from = pairs[i][0], to = pairs[i][1];
+      void *p = kame_pool_malloc (from);
+      KT_CHECK (p != NULL);
+      paint (p, to, (unsigned) i);
+      void *q = kame_pool_realloc (p, to);
+      if (q != p)
+        KT_FAILF ("realloc (%zu -> %zu) moved %p to %p", from, to, p, q);
+      KT_CHECK (painted (q, to, (unsigned) i));
+      KT_CHECK (kame_pool_malloc_usable_size (q) >= to);
+      kame_pool_free (q);
+    }
+}
+
+KT_TEST (realloc_grow_within_usable_stays_in_place)
+{
+  static const size_t pairs[][2] = {
+    { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20480 },
+    { 100 * KIB, UNIT }, { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + PAGE }
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    {
+      size_t from = pairs[i][0], to = pairs[i][1];
+      void *p = kame_pool_malloc (from);
+      KT_CHECK (p != NULL);
+      KT_CHECK (kame_pool_malloc_usable_size (p) >= to);
+      paint (p, from, (unsigned) i);
+      void *q = kame_pool_realloc (p, to);
+      if (q != p)
+        KT_FAILF ("realloc (%zu -> %zu) moved %p to %p", from, to, p, q);
+      KT_CHECK (painted (q, from, (unsigned) i));
+      kame_pool_free (q);
+    }
+}
+
+/* Growing past the usable size gives a new block of the new size's
+   tier with the old bytes, and the old block is released (visible for
+   dedicated chunks and mappings in the statistics).  */
+KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
+{
+  static const size_t steps[] = {
+    1, 17, 100, 200, 5000, 40000, 300 * KIB, 3 * MIB, 10 * MIB, 40 * MIB
+  };
+  kame_pool_stats_t base = stats_now ();
+  size_t n = steps[0];
+  unsigned char *p = kame_pool_malloc (n);
+  KT_CHECK (p != NULL);
+  paint (p, n, 9);
+  for (size_t i = 1; i < sizeof steps / sizeof steps[0]; i++)
+    {
+      size_t to = steps[i];
+      KT_CHECK (kame_pool_malloc_usable_size (p) < to);
+      unsigned char *q = kame_pool_realloc (p, to);
+      KT_CHECK (q != NULL);
+      if (!painted (q, n, 9))
+        KT_FAILF ("realloc (%zu -> %zu) lost the contents", n, to);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (q), expected_usable (to));
+      kame_pool_stats_t s = stats_now ();
+      size_t ded = to > 32768 && to <= 4 * MIB ? expected_usable (to) : 0;
+      KT_CHECK_EQ (s.dedicated_chunk_bytes - base.dedicated_chunk_bytes, ded);
+      KT_CHECK_EQ (s.large_alloc_count - base.large_alloc_count,
+                   to > 4 * MIB ? 1 : 0);
+      paint (q, to, 9);
+      p = q;
+      n = to;
+    }
+  kame_pool_free (p);
+  kame_pool_stats_t s = stats_now ();
+  KT_CHECK_EQ (s.large_alloc_count, base.large_alloc_count);
+  KT_CHECK_EQ (s.dedicated_chunk_bytes, base.dedicated_chunk_bytes);
+}
+
+KT_TEST (realloc_failure_returns_null_and_keeps_the_block)
+{
+  static const size_t sizes[] = { 100, 50000, 5 * MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t n = sizes[i];
+      void *p = kame_pool_malloc (n);
+      KT_CHECK (p != NULL);
+      paint (p, n, 3);
+      const size_t bad[] = { size_max, ptrdiff_max + 1, (size_t) 1 << 50 };
+      for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        {
+          errno = 0;
+          void *q = kame_pool_realloc (p, bad[k]);
+          if (q != NULL)
+            KT_FAILF ("realloc (%zu -> %zu) returned %p", n, bad[k], q);
+          KT_CHECK_EQ (errno, ENOMEM);
+          KT_CHECK (painted (p, n, 3));
+          KT_CHECK_EQ (kame_pool_malloc_usable_size (p), expected_usable (n));
+        }
+      kame_pool_free (p);
+    }
+}
+
+KT_TEST (free_null_does_nothing)
+{
+  kame_pool_stats_t before = stats_now ();
+  errno = EDOM;
+  for (int i = 0; i < 1000; i++)
+    kame_pool_free (NULL);
+  KT_CHECK_EQ (errno, EDOM);
+  kame_pool_stats_t after = stats_now ();
+  KT_CHECK_EQ (after.chunks_live, before.chunks_live);
+  KT_CHECK_EQ (after.units_live, before.units_live);
+}
+
+/* Freed small blocks are reused: a long malloc/free loop on one size
+   stays in one chunk instead of claiming new ones.  */
+KT_TEST (freed_blocks_are_reused)
+{
+  void *first = kame_pool_malloc (208);
+  KT_CHECK (first != NULL);
+  kame_pool_stats_t before = stats_now ();
+  for (int i = 0; i < 100000; i++)
+    {
+      void *p = kame_pool_malloc (200);
+      KT_CHECK (p != NULL);
+      kame_pool_free (p);
+    }
+  kame_pool_stats_t after = stats_now ();
+  KT_CHECK_EQ (after.chunks_live, before.chunks_live);
+  KT_CHECK_EQ (after.units_live, before.units_live);
+  kame_pool_free (first);
+}
+
+KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
+         KT_CASE (every_size_is_16_byte_aligned_with_its_class_usable_size),
+         KT_CASE (usable_size_at_every_class_boundary),
+         KT_CASE (dedicated_sizes_are_whole_units_and_unit_aligned),
+         KT_CASE (large_sizes_are_page_rounded_at_offset_4096_of_a_mapping),
+         KT_CASE (successful_calls_leave_errno_unchanged),
+         KT_CASE (huge_sizes_fail_with_enomem),
+         KT_CASE (calloc_zeroes_reused_dirty_blocks),
+         KT_CASE (calloc_overflow_fails_with_enomem),
+         KT_CASE (calloc_zero_returns_unique_pointers),
+         KT_CASE (realloc_null_acts_as_malloc),
+         KT_CASE (realloc_to_zero_frees_and_returns_null),
+         KT_CASE (realloc_shrink_stays_in_place),
+         KT_CASE (realloc_grow_within_usable_stays_in_place),
+         KT_CASE (realloc_grow_beyond_usable_moves_copies_and_frees),
+         KT_CASE (realloc_failure_returns_null_and_keeps_the_block),
+         KT_CASE (free_null_does_nothing),
+         KT_CASE (freed_blocks_are_reused))

@@ -1,0 +1,304 @@
+/* stats.c -- kamepool.api tests of kame_pool_get_stats, the address
+   space cap (kame_pool_set_max_bytes and friends) and the
+   thread-exit-reclaim switch: version handling, and every counter
+   stepping by exactly what one claim, dedicated block or mapping adds.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+#define KIB ((size_t) 1024)
+#define MIB (KIB * KIB)
+#define UNIT (256 * KIB)
+#define REGION (32 * MIB)
+#define PAGE ((size_t) 4096)
+
+static kame_pool_stats_t
+stats_now (void)
+{
+  kame_pool_stats_t s;
+  memset (&s, 0, sizeof s);
+  s.version = KAME_POOL_STATS_VERSION;
+  kame_pool_get_stats (&s);
+  return s;
+}
+
+/* A field the library must not have written.  */
+#define UNTOUCHED ((size_t) 0xabababababababab)
+
+KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
+{
+  void *p = kame_pool_malloc (64);
+  KT_CHECK (p != NULL);
+  kame_pool_get_stats (NULL);
+
+  for (unsigned v = 0; v <= 4; v++)
+    {
+      kame_pool_stats_t s;
+      memset (&s, 0xab, sizeof s);
+      s.version = v;
+      kame_pool_get_stats (&s);
+      KT_CHECK_EQ (s.version, v);
+      KT_CHECK_EQ (s.version_supported, 2);
+      if (v == 0)
+        {
+          KT_CHECK_EQ (s.regions_populated, UNTOUCHED);
+          KT_CHECK_EQ (s.bytes_reserved, UNTOUCHED);
+          KT_CHECK_EQ (s.chunks_live, UNTOUCHED);
+          KT_CHECK_EQ (s.units_live, UNTOUCHED);
+        }
+      else
+        {
+          KT_CHECK (s.regions_populated >= 1);
+          KT_CHECK_EQ (s.bytes_reserved, s.regions_populated * REGION);
+          KT_CHECK (s.chunks_live >= 1);
+          KT_CHECK (s.units_live >= s.chunks_live);
+          KT_CHECK (s.units_live < s.regions_populated * 128);
+        }
+      if (v < 2)
+        {
+          KT_CHECK_EQ (s.cache_bytes, UNTOUCHED);
+          KT_CHECK_EQ (s.dedicated_chunk_bytes, UNTOUCHED);
+          KT_CHECK_EQ (s.large_alloc_count, UNTOUCHED);
+          KT_CHECK_EQ (s.large_alloc_bytes, UNTOUCHED);
+        }
+      else
+        {
+          KT_CHECK_EQ (s.cache_bytes, 0);
+          KT_CHECK (s.dedicated_chunk_bytes <= s.units_live * UNIT);
+          KT_CHECK_EQ (s.large_alloc_count, 0);
+          KT_CHECK_EQ (s.large_alloc_bytes, 0);
+        }
+    }
+  kame_pool_free (p);
+}
+
+/* Blocks of a class nobody has used yet: the chunk's capacity is
+   exactly floor (units * 256 KiB / class), so block capacity + 1 claims
+   the second chunk.  */
+KT_TEST (a_new_small_chunk_steps_chunks_and_units)
+{
+  static const size_t cls[] = { 7168, 12288, 28672 };
+  static const size_t units[] = { 1, 2, 4 };
+  for (size_t k = 0; k < 3; k++)
+    {
+      size_t cap = units[k] * UNIT / cls[k];
+      void **p = kame_pool_malloc ((cap + 1) * sizeof *p);
+      KT_CHECK (p != NULL);
+      kame_pool_stats_t before = stats_now ();
+      for (size_t i = 0; i < cap; i++)
+        {
+          p[i] = kame_pool_malloc (cls[k] - 8);
+          KT_CHECK (p[i] != NULL);
+          KT_CHECK_EQ (kame_pool_malloc_usable_size (p[i]), cls[k]);
+        }
+      kame_pool_stats_t one = stats_now ();
+      KT_CHECK_EQ (one.chunks_live - before.chunks_live, 1);
+      KT_CHECK_EQ (one.units_live - before.units_live, units[k]);
+      /* Every block lies in the one chunk, at a multiple of the class
+         from its 256 KiB-aligned base.  */
+      uintptr_t base = (uintptr_t) p[0] & ~(uintptr_t) (UNIT - 1);
+      for (size_t i = 0; i < cap; i++)
+        {
+          uintptr_t off = (uintptr_t) p[i] - base;
+          if (off >= units[k] * UNIT || off % cls[k] != 0)
+            KT_FAILF ("block %zu of class %zu at %p is not in the chunk at "
+                      "%#jx", i, cls[k], p[i], (uintmax_t) base);
+        }
+      p[cap] = kame_pool_malloc (cls[k]);
+      KT_CHECK (p[cap] != NULL);
+      kame_pool_stats_t two = stats_now ();
+      KT_CHECK_EQ (two.chunks_live - before.chunks_live, 2);
+      KT_CHECK_EQ (two.units_live - before.units_live, 2 * units[k]);
+      KT_CHECK_EQ (two.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
+      for (size_t i = 0; i <= cap; i++)
+        kame_pool_free (p[i]);
+      kame_pool_free (p);
+    }
+}
+
+KT_TEST (a_dedicated_block_steps_chunks_units_and_bytes_by_its_units)
+{
+  static const size_t sizes[] = { 32769, UNIT, UNIT + 1, MIB + 1, 4 * MIB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      size_t n = (sizes[i] + UNIT - 1) / UNIT;
+      kame_pool_stats_t before = stats_now ();
+      void *p = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p != NULL);
+      kame_pool_stats_t during = stats_now ();
+      KT_CHECK_EQ (during.chunks_live - before.chunks_live, 1);
+      KT_CHECK_EQ (during.units_live - before.units_live, n);
+      KT_CHECK_EQ (during.dedicated_chunk_bytes
+                   - before.dedicated_chunk_bytes, n * UNIT);
+      KT_CHECK_EQ (during.large_alloc_count, before.large_alloc_count);
+      kame_pool_free (p);
+      kame_pool_stats_t after = stats_now ();
+      KT_CHECK_EQ (after.chunks_live, before.chunks_live);
+      KT_CHECK_EQ (after.units_live, before.units_live);
+      KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
+    }
+}
+
+KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
+{
+  static const size_t sizes[] = { 4 * MIB + 1, 6 * MIB, 6 * MIB + 100,
+                                  40 * MIB };
+  kame_pool_stats_t before = stats_now ();
+  void *p[4];
+  size_t mapped = 0;
+  for (size_t i = 0; i < 4; i++)
+    {
+      p[i] = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p[i] != NULL);
+      /* The mapping: the block, rounded to pages, after the 4096-byte
+         header page.  */
+      mapped += (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
+      kame_pool_stats_t s = stats_now ();
+      KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, i + 1);
+      KT_CHECK_EQ (s.large_alloc_bytes - before.large_alloc_bytes, mapped);
+      KT_CHECK_EQ (s.chunks_live, before.chunks_live);
+      KT_CHECK_EQ (s.units_live, before.units_live);
+    }
+  for (size_t i = 0; i < 4; i++)
+    {
+      mapped -= (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
+      kame_pool_free (p[i]);
+      kame_pool_stats_t s = stats_now ();
+      KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, 3 - i);
+      KT_CHECK_EQ (s.large_alloc_bytes - before.large_alloc_bytes, mapped);
+    }
+}
+
+/* A region has 127 data units, room for 7 blocks of 16 units, so 40
+   such blocks need at least 5 new regions; regions are never given
+   back.  */
+KT_TEST (regions_reserved_bytes_and_reserved_bytes_agree)
+{
+  enum { N = 40 };
+  void *p[N];
+  kame_pool_stats_t before = stats_now ();
+  KT_CHECK_EQ (before.bytes_reserved, before.regions_populated * REGION);
+  KT_CHECK_EQ (kame_pool_reserved_bytes (), before.bytes_reserved);
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (4 * MIB);
+      KT_CHECK (p[i] != NULL);
+      kame_pool_stats_t s = stats_now ();
+      KT_CHECK_EQ (s.bytes_reserved, s.regions_populated * REGION);
+      KT_CHECK_EQ (kame_pool_reserved_bytes (), s.bytes_reserved);
+    }
+  kame_pool_stats_t during = stats_now ();
+  KT_CHECK (during.regions_populated >= before.regions_populated + 5);
+  for (int i = 0; i < N; i++)
+    kame_pool_free (p[i]);
+  kame_pool_stats_t after = stats_now ();
+  KT_CHECK_EQ (after.regions_populated, during.regions_populated);
+  KT_CHECK_EQ (kame_pool_reserved_bytes (), during.bytes_reserved);
+}
+
+KT_TEST (max_bytes_rounds_up_to_regions_and_zero_removes_the_cap)
+{
+  KT_CHECK_EQ (kame_pool_get_max_bytes (), SIZE_MAX);
+  static const size_t set[][2] = {
+    { 1, REGION }, { REGION - 1, REGION }, { REGION, REGION },
+    { REGION + 1, 2 * REGION }, { 100 * MIB, 4 * REGION },
+    { 1000 * REGION, 1000 * REGION }, { 0, SIZE_MAX }
+  };
+  for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+    {
+      errno = EDOM;
+      kame_pool_set_max_bytes (set[i][0]);
+      KT_CHECK_EQ (errno, EDOM);
+      if (kame_pool_get_max_bytes () != set[i][1])
+        KT_FAILF ("set_max_bytes (%zu): get_max_bytes () = %zu, not %zu",
+                  set[i][0], kame_pool_get_max_bytes (), set[i][1]);
+    }
+}
+
+/* Beyond the cap the pool hands out the C library's memory (usable
+   size 0 to the pool), which kame_pool_free and kame_pool_realloc still
+   take; the regions already mapped stay.  */
+KT_TEST (allocations_beyond_max_bytes_fall_back_to_libc)
+{
+  void *keep = kame_pool_malloc (16);
+  KT_CHECK (keep != NULL);
+  size_t reserved = kame_pool_reserved_bytes ();
+  KT_CHECK (reserved >= REGION);
+  kame_pool_set_max_bytes (reserved);
+  KT_CHECK_EQ (kame_pool_get_max_bytes (), reserved);
+
+  /* At most 31 blocks of 4 units fit in a region: N overflows them.  */
+  size_t fit = reserved / REGION * 31;
+  if (fit > 400)
+    KT_UNSUPPORTED ("%zu regions already mapped", reserved / REGION);
+  const int N = (int) fit + 40;
+  void *p[440];
+  int foreign = 0;
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (MIB);
+      KT_CHECK (p[i] != NULL);
+      memset (p[i], i, MIB);
+      if (kame_pool_malloc_usable_size (p[i]) == 0)
+        foreign++;
+    }
+  KT_CHECK (foreign >= N - (int) fit);
+  KT_CHECK_EQ (kame_pool_reserved_bytes (), reserved);
+
+  /* Small classes too, once the regions are full.  */
+  void *s = kame_pool_malloc (3000);
+  KT_CHECK (s != NULL);
+  memset (s, 1, 3000);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (s), 0);
+  s = kame_pool_realloc (s, 5000);
+  KT_CHECK (s != NULL);
+  kame_pool_free (s);
+
+  for (int i = 0; i < N; i++)
+    kame_pool_free (p[i]);
+  KT_CHECK_EQ (kame_pool_reserved_bytes (), reserved);
+
+  kame_pool_set_max_bytes (0);
+  KT_CHECK_EQ (kame_pool_get_max_bytes (), SIZE_MAX);
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (MIB);
+      KT_CHECK (p[i] != NULL);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p[i]), 4 * UNIT);
+    }
+  KT_CHECK (kame_pool_reserved_bytes () > reserved);
+  for (int i = 0; i < N; i++)
+    kame_pool_free (p[i]);
+  kame_pool_free (keep);
+}
+
+KT_TEST (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1)
+{
+  KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
+  kame_pool_set_thread_exit_reclaim (0);
+  KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 0);
+  kame_pool_set_thread_exit_reclaim (1);
+  KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
+  kame_pool_set_thread_exit_reclaim (0);
+  kame_pool_set_thread_exit_reclaim (7);
+  KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
+  kame_pool_set_thread_exit_reclaim (0);
+  kame_pool_set_thread_exit_reclaim (-1);
+  KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
+}
+
+KT_MAIN (KT_CASE (stats_fill_only_the_fields_of_the_callers_version),
+         KT_CASE (a_new_small_chunk_steps_chunks_and_units),
+         KT_CASE (a_dedicated_block_steps_chunks_units_and_bytes_by_its_units),
+         KT_CASE (a_large_block_steps_the_mapping_count_and_bytes),
+         KT_CASE (regions_reserved_bytes_and_reserved_bytes_agree),
+         KT_CASE (max_bytes_rounds_up_to_regions_and_zero_removes_the_cap),
+         KT_CASE (allocations_beyond_max_bytes_fall_back_to_libc),
+         KT_CASE (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1))

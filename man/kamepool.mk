@@ -18,3 +18,4 @@ dist_man_MANS += \
 	man/man3/kame_pool_get_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3
 dist_man_MANS += man/man7/kamepool.7
+dist_man_MANS += man/man1/kamepool-run.1

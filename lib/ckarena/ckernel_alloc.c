@@ -71,6 +71,31 @@ static size_t ck_track_live;
 
 #define CK_TRACK_MIN_CAP 64
 
+/* A child of fork must find the lock free even if another thread held
+   it at the time: hold it across the fork, as the C library does for
+   malloc.  Safe because no thread takes another lock while holding
+   this one.  */
+static pthread_once_t ck_track_once = PTHREAD_ONCE_INIT;
+
+static void
+ck_track_lock_for_fork (void)
+{
+  pthread_mutex_lock (&ck_track_lock);
+}
+
+static void
+ck_track_unlock_after_fork (void)
+{
+  pthread_mutex_unlock (&ck_track_lock);
+}
+
+static void
+ck_track_register_fork_handlers (void)
+{
+  pthread_atfork (ck_track_lock_for_fork, ck_track_unlock_after_fork,
+                  ck_track_unlock_after_fork);
+}
+
 /* Fibonacci hashing: the blocks are 2 MiB aligned, so the low bits
    of an address carry nothing and the multiply spreads the rest.  */
 static size_t
@@ -113,6 +138,7 @@ ck_track_has_room (void)
 static bool
 ck_track_insert (void *ptr, size_t len)
 {
+  pthread_once (&ck_track_once, ck_track_register_fork_handlers);
   pthread_mutex_lock (&ck_track_lock);
   while (!ck_track_has_room ())
     {
@@ -159,6 +185,7 @@ ck_track_remove (void *ptr, size_t *len)
   uintptr_t addr = (uintptr_t) ptr;
   bool found = false;
 
+  pthread_once (&ck_track_once, ck_track_register_fork_handlers);
   pthread_mutex_lock (&ck_track_lock);
   if (ck_track_cap != 0)
     {

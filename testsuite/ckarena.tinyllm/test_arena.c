@@ -193,6 +193,13 @@ KT_TEST (bad_requests_change_nothing)
   tl_arena_destroy (NULL);
   KT_CHECK_EQ (ca.alloc_calls, calls);
   tl_arena_destroy (a);
+
+  /* A block size of 0 means 1 MiB.  */
+  KT_CHECK_EQ (tl_arena_create (0, &a), TL_OK);
+  KT_CHECK (tl_arena_alloc (a, 1, 0) != NULL);
+  KT_CHECK_EQ (ca.last_n, (size_t) 1 << 20);
+  KT_CHECK_EQ (stats_of (a).bytes_reserved, (size_t) 1 << 20);
+  tl_arena_destroy (a);
   CA_CHECK_NO_LEAK ();
 }
 

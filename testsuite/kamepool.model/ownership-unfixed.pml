@@ -4,11 +4,12 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   Same model as ownership.pml (kp_free_remote CAS acq_rel, kp_collect
-   exchange acquire, kp_abandon and kp_abandoned_collect CAS release,
-   kp_adopt_abandoned CAS acquire, in lib/kamepool/chunk.c), except that
-   kp_chunk_release stores xthread_free = 0 instead of KP_TF_OWNED.  The
-   released descriptor then looks abandoned, and an adopter acting on a
+   Same model as ownership.pml (kp_free_remote CAS acq_rel,
+   kp_chunk_collect exchange acquire, kp_chunk_abandon and
+   kp_abandoned_collect CAS release, kp_chunk_adopt CAS acquire, in
+   lib/kamepool/chunk.c), except that kp_chunk_release stores
+   xthread_free = 0 instead of KP_TF_OWNED.  The released descriptor
+   then looks abandoned, and an adopter acting on a
    stale hint owns a chunk whose units may already belong to someone
    else: Spin must report "assertion violated !(released)".  The test
    suite fails if it finds no error here.  */

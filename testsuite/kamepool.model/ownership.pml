@@ -5,27 +5,29 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   Mirrors lib/kamepool/chunk.c, desc.xthread_free = list | KP_TF_OWNED:
-     kp_free (fast path)   desc.owner loaded relaxed; the owner pushes on
-                           its private list and decrements used.
-     kp_free_remote        CAS push (acq_rel, failure relaxed) that
-                           always sets OWNED; a pusher that found OWNED
-                           clear owns the abandoned chunk and runs
-                           kp_abandoned_collect.
-     kp_collect            owner exchange(xthread_free, OWNED) acquire,
-                           moves the blocks to its free list, used -= n.
-     kp_abandon            owner = NULL relaxed, CAS OWNED -> 0 release;
-                           on failure the owner keeps the chunk and
-                           collects (refill: chunk full; thread exit:
-                           collect, release if empty, else abandon).
-     kp_abandoned_collect  loop { collect; used == 0: release; reclaim
-                           (owner = self); or CAS OWNED -> 0 release to
-                           re-abandon, looping when it fails }.
-     kp_adopt_abandoned    CAS OWNED into an abandoned list (acquire),
-                           then owner = self and collect.
-     kp_chunk_release      exclusive owner, used == 0: owner = NULL, then
-                           xthread_free = OWNED relaxed (DEAD: no stale
-                           CAS can own it), then kp_units_release.
+   Mirrors lib/kamepool/chunk.c, desc.xthread_free = list | KP_TF_OWNED
+   (the study's kp_collect, kp_abandon and kp_adopt_abandoned are
+   kp_chunk_collect, kp_chunk_abandon and kp_chunk_adopt there):
+     kp_free (fast path)  desc.owner loaded relaxed; the owner pushes on
+                          its private list and decrements used.
+     kp_free_remote       CAS push (acq_rel, failure relaxed) that
+                          always sets OWNED; a pusher that found OWNED
+                          clear owns the abandoned chunk and runs
+                          kp_abandoned_collect.
+     kp_chunk_collect     owner exchange (xthread_free, OWNED) acquire,
+                          moves the blocks to its free list, used -= n.
+     kp_chunk_abandon     owner = NULL relaxed, CAS OWNED -> 0 release;
+                          on failure the owner keeps the chunk and
+                          collects (refill: chunk full; thread exit:
+                          collect, release if empty, else abandon).
+     kp_abandoned_collect loop { collect; used == 0: release; reclaim
+                          (owner = self); or CAS OWNED -> 0 release to
+                          re-abandon, looping when it fails }.
+     kp_chunk_adopt       CAS OWNED into an abandoned list (acquire),
+                          check kind, owner = self, collect.
+     kp_chunk_release     exclusive owner, used == 0: owner = NULL, then
+                          xthread_free = OWNED relaxed (DEAD: no stale
+                          CAS can own it), then kp_units_release.
    The block list is abstracted to a set (bit b + 1 = block b) and the
    carving of fresh blocks to a full initial free list.  Spin explores
    sequentially consistent interleavings; doc/kamepool-model.md says why
@@ -103,9 +105,11 @@ inline pick_held (b)
   fi
 }
 
-/* kp_collect: the caller owns the chunk.  The splice onto the free
-   list and used -= n touch owner-private fields only, so they share
-   the step of the exchange.  */
+/* kp_chunk_collect: the caller owns the chunk.  The splice onto the
+   free list and used -= n touch owner-private fields only, so they
+   share the step of the exchange.  The C code first loads the word
+   relaxed and skips the exchange when the list is empty; that load is
+   the same as an exchange of an empty list.  */
 inline collect ()
 {
 #ifdef COLLECT_LOAD_THEN_STORE
@@ -140,7 +144,7 @@ inline release ()
   kind = KIND_NONE              /* kp_units_release */
 }
 
-/* kp_abandon: owner = NULL, then CAS OWNED -> 0 (release).  */
+/* kp_chunk_abandon: owner = NULL, then CAS OWNED -> 0 (release).  */
 inline abandon ()
 {
   owner = 0;
@@ -242,7 +246,7 @@ end_loop:
      :: used == 0 -> release ()
      :: else -> abandon ()
      fi
-  :: atomic {                   /* kp_adopt_abandoned, maybe stale: */
+  :: atomic {                   /* kp_chunk_adopt, maybe stale: */
        gown != me && !(xtf & OWNED) ->  /* CAS loop, acquire */
        xtf = xtf | OWNED;
        assert (gown == 0); assert (!released); gown = me

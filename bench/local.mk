@@ -51,7 +51,7 @@ bench_mixed_large_SOURCES = bench/mixed_large.c bench/bench.h
 bench_mixed_large_CFLAGS = $(BENCH_CFLAGS)
 bench_mixed_large_LDADD = $(BENCH_LDADD)
 
-EXTRA_DIST += bench/run-bench bench/README
+EXTRA_DIST += bench/run-bench bench/README doc/bench-size-sweep.svg
 
 ## The libraries come first: the driver preloads .libs/libkamepool.so.
 ## Results go to bench/results in the build tree; the size-sweep chart

@@ -22,7 +22,7 @@ struct node
 int
 main (int argc, char **argv)
 {
-  size_t bytes = (size_t) 512 << 20, node_size = 64, hops = 20000000;
+  size_t bytes = (size_t) 512 << 20, node_size = 64, hops = 5000000;
   size_t seed = 1, n, i;
   int quick = 0;
   double t0, t_alloc, elapsed;
@@ -32,7 +32,7 @@ main (int argc, char **argv)
   const struct kb_opt opts[] = {
     { "bytes", KB_SIZE, &bytes, "working set (default 512m)" },
     { "node", KB_SIZE, &node_size, "node size (default 64)" },
-    { "hops", KB_SIZE, &hops, "hops to time (default 20000000)" },
+    { "hops", KB_SIZE, &hops, "hops to time (default 5000000)" },
     { "seed", KB_SIZE, &seed, "random seed (default 1)" },
     { "quick", KB_FLAG, &quick, "smoke run: 32 MiB, 2000000 hops" },
     { NULL, KB_FLAG, NULL, NULL }

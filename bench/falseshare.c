@@ -5,7 +5,9 @@
    allocator that gives the remotely freed block back to the worker keeps
    the workers on one cache line.  With --active the workers write the
    objects they were handed, which shows the cost of sharing a line
-   whatever the allocator does.  Prints the time taken.
+   whatever the allocator does, and --apart is the control without
+   sharing: the objects get a 128-byte line pair each.  Prints the time
+   taken.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -65,7 +67,7 @@ int
 main (int argc, char **argv)
 {
   size_t threads = 2, size = 8, rounds = 100, writes = 1000000, i;
-  int quick = 0, active = 0;
+  int quick = 0, active = 0, apart = 0;
   double t0, elapsed;
   struct worker *w;
   pthread_t *tid;
@@ -76,6 +78,7 @@ main (int argc, char **argv)
     { "rounds", KB_SIZE, &rounds, "malloc/write/free rounds (default 100)" },
     { "writes", KB_SIZE, &writes, "writes per round (default 1000000)" },
     { "active", KB_FLAG, &active, "write the handed-over objects directly" },
+    { "apart", KB_FLAG, &apart, "like --active, objects 128 bytes apart" },
     { "quick", KB_FLAG, &quick, "smoke run: 10 rounds" },
     { NULL, KB_FLAG, NULL, NULL }
   };
@@ -90,6 +93,11 @@ main (int argc, char **argv)
               "--size must be between 1 and 4096");
   kb_require (argv[0], rounds >= 1 && writes >= 1,
               "--rounds and --writes must be at least 1");
+  kb_require (argv[0], !(active && apart),
+              "--active and --apart exclude each other");
+  /* Adjacent lines can share a prefetched pair, so apart means 128.  */
+  if (apart)
+    active = 1;
 
   w = kb_xcalloc (argv[0], threads, sizeof *w);
   tid = kb_xcalloc (argv[0], threads, sizeof *tid);
@@ -99,7 +107,8 @@ main (int argc, char **argv)
      the same cache line, which is the starting point of the test.  */
   for (i = 0; i < threads; i++)
     {
-      w[i].given = malloc (size);
+      w[i].given = apart ? aligned_alloc (128, (size + 127) & ~(size_t) 127)
+                         : malloc (size);
       if (w[i].given == NULL)
         kb_die (argv[0], "malloc failed");
       w[i].given[0] = 0;
@@ -124,7 +133,7 @@ main (int argc, char **argv)
   free (w);
   free (tid);
   printf ("RESULT bench=falseshare mode=%s threads=%zu size=%zu rounds=%zu"
-          " writes=%zu seconds=%.4g\n", active ? "active" : "passive",
+          " writes=%zu seconds=%.4g\n", apart ? "apart" : active ? "active" : "passive",
           threads, size, rounds, writes, elapsed);
   return 0;
 }

@@ -1,1 +1,44 @@
-## lib/kamepool/local.mk: rules for this part (included by the top-level Makefile.am).
+## lib/kamepool/local.mk: libkamepool, the lock-free pool allocator
+## (included by the top-level Makefile.am).
+
+include_HEADERS += include/kame_pool.h
+lib_LTLIBRARIES += libkamepool.la
+libkamepool_la_SOURCES = \
+	lib/kamepool/kp_internal.h \
+	lib/kamepool/os.c \
+	lib/kamepool/radix.c \
+	lib/kamepool/region.c \
+	lib/kamepool/sizeclass.c \
+	lib/kamepool/sizeclass-lut.h \
+	lib/kamepool/chunk.c \
+	lib/kamepool/heap.c \
+	lib/kamepool/large.c \
+	lib/kamepool/alloc.c \
+	lib/kamepool/stats.c \
+	lib/kamepool/api.c \
+	lib/kamepool/init.c
+if KP_INTERPOSE
+libkamepool_la_SOURCES += lib/kamepool/interpose.c
+endif
+libkamepool_la_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDING_LIBKAMEPOOL
+## The hot paths are small; -O2 with no semantic interposition lets the
+## compiler inline them into every entry point.
+libkamepool_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition -ftls-model=$(KP_TLS_MODEL)
+libkamepool_la_LIBADD = $(NUMA_LIBS) $(PTHREAD_LIBS) $(LIBS)
+libkamepool_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -version-info $(KAMEPOOL_LT_VERSION)
+if HAVE_LD_VERSION_SCRIPT
+libkamepool_la_LDFLAGS += -Wl,--version-script=$(srcdir)/lib/kamepool/libkamepool.map
+EXTRA_libkamepool_la_DEPENDENCIES = lib/kamepool/libkamepool.map
+endif
+EXTRA_DIST += lib/kamepool/libkamepool.map lib/kamepool/gen-sizeclass-lut.sh \
+	kamepool-run.in
+
+pkgconfig_DATA += kamepool.pc
+
+## kamepool-run: made by make, so that it names the installed library.
+bin_SCRIPTS += kamepool-run
+CLEANFILES += kamepool-run
+kamepool-run: $(srcdir)/kamepool-run.in Makefile
+	$(AM_V_GEN)sed -e 's|@libdir[@]|$(libdir)|g' \
+	  -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
+	  $(srcdir)/kamepool-run.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

@@ -1,0 +1,86 @@
+/* kame_pool.h -- the public interface of libkamepool, a lock-free
+   per-thread pool allocator.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   Every function here is thread-safe and may be called before any
+   other (the allocator initialises itself on first use).  Memory from
+   any kame_pool_* allocation call may be released with kame_pool_free
+   or, when the library is preloaded or linked, with free(3).  See
+   kamepool(7) and the page of each function.  */
+
+#ifndef KAME_POOL_H
+#define KAME_POOL_H 1
+
+#include <stddef.h>
+
+#if defined __GNUC__ && __GNUC__ >= 4
+# define KAME_POOL_API __attribute__ ((__visibility__ ("default")))
+# define KAME_POOL_MALLOC_ATTR(...) \
+  __attribute__ ((__malloc__, __warn_unused_result__, __VA_ARGS__))
+#else
+# define KAME_POOL_API
+# define KAME_POOL_MALLOC_ATTR(...)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The newest layout of kame_pool_stats_t this header describes.  */
+#define KAME_POOL_STATS_VERSION 2u
+
+/* A statistics snapshot.  The caller sets VERSION to the layout it was
+   compiled with; the library fills the fields of that version (and no
+   more) and sets VERSION_SUPPORTED to the newest it knows.  New fields
+   are only ever appended.  */
+typedef struct kame_pool_stats
+{
+  unsigned version;             /* in: the caller's layout */
+  unsigned version_supported;   /* out: the library's newest layout */
+  /* Version 1.  */
+  size_t regions_populated;     /* 32 MiB pool regions mapped so far */
+  size_t bytes_reserved;        /* their address space, in bytes */
+  size_t chunks_live;           /* claimed chunks (small and dedicated) */
+  size_t units_live;            /* 256 KiB units those chunks hold */
+  /* Version 2.  */
+  size_t cache_bytes;           /* bytes held by the large recycle cache */
+  size_t dedicated_chunk_bytes; /* bytes in live dedicated chunks */
+  size_t large_alloc_count;     /* live mappings above 4 MiB */
+  size_t large_alloc_bytes;     /* their mapped bytes */
+} kame_pool_stats_t;
+
+extern KAME_POOL_API void *kame_pool_malloc (size_t size)
+  KAME_POOL_MALLOC_ATTR (__alloc_size__ (1));
+extern KAME_POOL_API void *kame_pool_calloc (size_t nmemb, size_t size)
+  KAME_POOL_MALLOC_ATTR (__alloc_size__ (1, 2));
+extern KAME_POOL_API void *kame_pool_realloc (void *ptr, size_t size)
+#if defined __GNUC__ && __GNUC__ >= 4
+  __attribute__ ((__warn_unused_result__, __alloc_size__ (2)))
+#endif
+  ;
+extern KAME_POOL_API void kame_pool_free (void *ptr);
+extern KAME_POOL_API void *kame_pool_aligned_alloc (size_t alignment,
+                                                    size_t size)
+  KAME_POOL_MALLOC_ATTR (__alloc_size__ (2), __alloc_align__ (1));
+extern KAME_POOL_API int kame_pool_posix_memalign (void **memptr,
+                                                   size_t alignment,
+                                                   size_t size);
+extern KAME_POOL_API size_t kame_pool_malloc_usable_size (const void *ptr);
+
+extern KAME_POOL_API void kame_pool_set_max_bytes (size_t bytes);
+extern KAME_POOL_API size_t kame_pool_get_max_bytes (void);
+extern KAME_POOL_API size_t kame_pool_reserved_bytes (void);
+
+extern KAME_POOL_API void kame_pool_set_thread_exit_reclaim (int on);
+extern KAME_POOL_API int kame_pool_get_thread_exit_reclaim (void);
+
+extern KAME_POOL_API void kame_pool_get_stats (kame_pool_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KAME_POOL_H */

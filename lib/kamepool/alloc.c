@@ -1,0 +1,156 @@
+/* alloc.c -- the allocation entry points shared by the kame_pool_* API
+   and the malloc interposition: the cold half of free, usable size,
+   aligned allocation, realloc and calloc.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "kp_internal.h"
+
+/* free of a pointer outside the region the thread last freed into.  */
+void
+kp_free_cold (void *p)
+{
+  if (p == NULL)
+    return;
+  switch (kp_radix_lookup ((uintptr_t) p))
+    {
+    case KP_RADIX_POOL:
+      kp_tc.last_region = (uintptr_t) kp_region_of (p);
+      kp_free (p);
+      return;
+    case KP_RADIX_LARGE:
+      kp_large_free (p);
+      return;
+    default:
+      kp_libc_free (p);         /* not ours: from libc or before we loaded */
+      return;
+    }
+}
+
+size_t
+kp_usable_size (const void *p)
+{
+  if (p == NULL)
+    return 0;
+  switch (kp_radix_lookup ((uintptr_t) p))
+    {
+    case KP_RADIX_POOL:
+      {
+        kp_chunk_t *c = kp_chunk_of (p);
+        switch (atomic_load_explicit (&c->kind, memory_order_relaxed))
+          {
+          case KP_KIND_SMALL:
+            return atomic_load_explicit (&c->block_size, memory_order_relaxed);
+          case KP_KIND_DEDICATED:
+            if (p == kp_chunk_data (c))
+              return atomic_load_explicit (&c->block_size,
+                                           memory_order_relaxed);
+            return 0;
+          default:
+            return 0;
+          }
+      }
+    case KP_RADIX_LARGE:
+      return kp_large_usable (p);
+    default:
+      return 0;
+    }
+}
+
+bool
+kp_owns (const void *p)
+{
+  switch (kp_radix_lookup ((uintptr_t) p))
+    {
+    case KP_RADIX_POOL:
+      return true;
+    case KP_RADIX_LARGE:
+      return kp_large_owns (p);
+    default:
+      return false;
+    }
+}
+
+/* N bytes aligned to ALIGN, a power of two.  Small classes serve it
+   when one has the size and the natural alignment; then a dedicated
+   chunk (256 KiB-aligned); then a mapping at an aligned offset.  */
+void *
+kp_memalign (size_t align, size_t n)
+{
+  if (align <= KP_MIN_ALIGN)
+    return kp_malloc (n);
+  if (n > PTRDIFF_MAX)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
+      && !kp_process_init ())
+    return kp_libc_memalign (align, n);
+  int cls = kp_class_for_aligned (n, align);
+  if (cls < 0)
+    return kp_malloc_large (n, align);
+  void *p = kp_malloc (kp_class_size[cls]);
+  if (kp_unlikely (((uintptr_t) p & (align - 1)) != 0))
+    {
+      /* Beyond the region cap the class fell back to libc's malloc,
+         which knows nothing of the alignment.  */
+      kp_free (p);
+      return kp_libc_memalign (align, n);
+    }
+  return p;
+}
+
+void *
+kp_realloc (void *p, size_t n)
+{
+  if (p == NULL)
+    return kp_malloc (n);
+  if (n == 0)
+    {
+      kp_free (p);
+      return NULL;
+    }
+  if (!kp_owns (p))
+    return kp_libc_realloc (p, n);
+  size_t usable = kp_usable_size (p);
+  if (usable == 0)
+    {
+      kp_report ("invalid realloc (not an allocated block):", p);
+      errno = EINVAL;
+      return NULL;
+    }
+  if (n <= usable)
+    return p;
+  void *q = kp_malloc (n);
+  if (q == NULL)
+    return NULL;
+  memcpy (q, p, usable);
+  kp_free (p);
+  return q;
+}
+
+void *
+kp_calloc (size_t n, size_t m)
+{
+  size_t total;
+  if (__builtin_mul_overflow (n, m, &total))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  void *p = kp_malloc (total);
+  /* A fresh mapping is already zero; touching it would only fault in
+     pages the program may never use.  */
+  if (p != NULL && !(total > KP_DEDICATED_MAX
+                     && kp_radix_lookup ((uintptr_t) p) == KP_RADIX_LARGE))
+    memset (p, 0, total);
+  return p;
+}

@@ -1,0 +1,114 @@
+/* api.c -- the kame_pool_* entry points: libc's semantics and errno
+   rules on top of the allocator's internal calls.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "kp_internal.h"
+
+void *
+kame_pool_malloc (size_t size)
+{
+  return kp_malloc (size);
+}
+
+void *
+kame_pool_calloc (size_t nmemb, size_t size)
+{
+  return kp_calloc (nmemb, size);
+}
+
+void *
+kame_pool_realloc (void *ptr, size_t size)
+{
+  return kp_realloc (ptr, size);
+}
+
+void
+kame_pool_free (void *ptr)
+{
+  kp_free (ptr);
+}
+
+static inline bool
+kp_power_of_two (size_t a)
+{
+  return a != 0 && (a & (a - 1)) == 0;
+}
+
+void *
+kame_pool_aligned_alloc (size_t alignment, size_t size)
+{
+  if (!kp_power_of_two (alignment))
+    {
+      errno = EINVAL;
+      return NULL;
+    }
+  return kp_memalign (alignment, size);
+}
+
+int
+kame_pool_posix_memalign (void **memptr, size_t alignment, size_t size)
+{
+  if (memptr == NULL || !kp_power_of_two (alignment)
+      || alignment < sizeof (void *))
+    return EINVAL;
+  int saved = errno;
+  void *p = kp_memalign (alignment, size);
+  if (p == NULL)
+    {
+      errno = saved;
+      return ENOMEM;
+    }
+  *memptr = p;
+  return 0;
+}
+
+size_t
+kame_pool_malloc_usable_size (const void *ptr)
+{
+  return kp_usable_size (ptr);
+}
+
+void
+kame_pool_set_max_bytes (size_t bytes)
+{
+  size_t cap = 0;
+  if (bytes != 0)
+    cap = bytes > SIZE_MAX - KP_REGION_MASK
+          ? SIZE_MAX & ~KP_REGION_MASK
+          : (bytes + KP_REGION_MASK) & ~KP_REGION_MASK;
+  atomic_store_explicit (&kp_max_bytes, cap, memory_order_relaxed);
+}
+
+size_t
+kame_pool_get_max_bytes (void)
+{
+  size_t cap = atomic_load_explicit (&kp_max_bytes, memory_order_relaxed);
+  return cap == 0 ? SIZE_MAX : cap;
+}
+
+size_t
+kame_pool_reserved_bytes (void)
+{
+  return kp_region_count () * KP_REGION_SIZE;
+}
+
+void
+kame_pool_set_thread_exit_reclaim (int on)
+{
+  atomic_store_explicit (&kp_thread_exit_reclaim, on != 0,
+                         memory_order_relaxed);
+}
+
+int
+kame_pool_get_thread_exit_reclaim (void)
+{
+  return atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed);
+}

@@ -1,0 +1,316 @@
+/* chunk.c -- small chunks: carving, remote frees, and the owned bit
+   that moves a chunk between threads.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   Ownership protocol (model: testsuite/kamepool.model/ownership.pml).
+   A chunk's xthread_free word is a list of remotely freed blocks with
+   the OWNED bit in its low bit.  Whoever sets that bit owns the chunk
+   and alone may touch its line-0 fields (free, used, bump) or release
+   it, so a chunk is released exactly once, by the holder of the bit.
+
+     kp_free_remote       CAS-push (acq_rel) that always sets OWNED; a
+                          pusher that found the bit clear has just taken
+                          an ABANDONED chunk and runs kp_abandoned_collect.
+     kp_chunk_collect     the owner swaps the list out, keeping OWNED
+                          (exchange, acquire: the blocks' next fields).
+     kp_chunk_abandon     the owner clears `owner', then CASes OWNED -> 0
+                          (release: its line-0 writes go to the next owner).
+                          The CAS fails when frees arrived; it then keeps
+                          the chunk.
+     kp_chunk_adopt       a refill CASes OWNED into an abandoned chunk
+                          (acquire) found through the region's hint bits.
+     kp_chunk_release     owner with used == 0: owner = NULL, xthread_free
+                          = OWNED (DEAD, so a stale hint can never take
+                          it), then the units are released.  */
+
+#include <config.h>
+
+#include "kp_internal.h"
+
+/* The sentinel every empty slot of the thread cache points at: its
+   free list is always empty, so the fast path falls into the refill.  */
+kp_chunk_t kp_empty_chunk;
+
+void
+kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
+{
+  uint32_t size = kp_class_size[cls];
+  unsigned units = kp_class_units[cls];
+  char *data = kp_chunk_data (c);
+  c->free = NULL;
+  c->used = 0;
+  c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
+  c->bump = data;
+  c->limit = data + (size_t) c->capacity * size;
+  c->next = c->prev = NULL;
+  c->orig_heap = h;
+  atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
+  atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
+  atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
+  atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
+  atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+  atomic_store_explicit (&c->kind, KP_KIND_SMALL, memory_order_relaxed);
+}
+
+/* Carve about a page of never-used blocks onto the free list, so that
+   pages are touched only when they are about to be used.  */
+bool
+kp_chunk_carve (kp_chunk_t *c)
+{
+  char *p = c->bump;
+  if (p >= c->limit)
+    return false;
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  size_t n = KP_PAGE / size;
+  if (n == 0)
+    n = 1;
+  size_t left = (size_t) (c->limit - p) / size;
+  if (n > left)
+    n = left;
+  /* Link the run first and publish it last, so that a fork from a
+     signal handler mid-carve leaves a consistent list.  */
+  kp_block_t *head = (kp_block_t *) p;
+  kp_block_t *b = head;
+  for (size_t i = 1; i < n; i++)
+    {
+      kp_block_t *nx = (kp_block_t *) ((char *) b + size);
+      b->next = nx;
+      b = nx;
+    }
+  b->next = c->free;
+  c->bump = p + n * size;
+  c->free = head;
+  return true;
+}
+
+/* Move the remotely freed blocks onto the owner's list; their count.  */
+uint32_t
+kp_chunk_collect (kp_chunk_t *c)
+{
+  uintptr_t tf = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
+  if ((tf & ~KP_TF_OWNED) == 0)
+    return 0;
+  tf = atomic_exchange_explicit (&c->xthread_free, KP_TF_OWNED,
+                                 memory_order_acquire);
+  kp_block_t *head = (kp_block_t *) (tf & ~KP_TF_OWNED);
+  if (head == NULL)
+    return 0;
+  uint32_t n = 1;
+  kp_block_t *tail = head;
+  while (tail->next != NULL)
+    {
+      tail = tail->next;
+      n++;
+    }
+  tail->next = c->free;
+  c->free = head;
+  KP_ASSERT (c->used >= n);
+  c->used -= n;
+  return n;
+}
+
+static inline bool
+kp_chunk_has_space (const kp_chunk_t *c)
+{
+  return c->free != NULL || c->bump < c->limit;
+}
+
+static void
+kp_hint_set (kp_chunk_t *c)
+{
+  kp_region_t *r = kp_region_of (c);
+  unsigned u = kp_chunk_base_unit (c);
+  atomic_fetch_or_explicit (&r->abandoned[u / 64], (uint64_t) 1 << (u % 64),
+                            memory_order_release);
+}
+
+/* Clear C's hint bit; true if it was set.  */
+static bool
+kp_hint_take (kp_chunk_t *c)
+{
+  kp_region_t *r = kp_region_of (c);
+  unsigned u = kp_chunk_base_unit (c);
+  uint64_t bit = (uint64_t) 1 << (u % 64);
+  if ((atomic_load_explicit (&r->abandoned[u / 64], memory_order_relaxed)
+       & bit) == 0)
+    return false;
+  return (atomic_fetch_and_explicit (&r->abandoned[u / 64], ~bit,
+                                     memory_order_acquire) & bit) != 0;
+}
+
+/* Give up ownership of C, which H owns.  True when C is abandoned;
+   false when remote frees arrived first: H then still owns C and has
+   collected them.  */
+bool
+kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h)
+{
+  bool space = kp_chunk_has_space (c);
+  atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
+  uintptr_t expected = KP_TF_OWNED;
+  if (atomic_compare_exchange_strong_explicit (&c->xthread_free, &expected, 0,
+                                               memory_order_release,
+                                               memory_order_relaxed))
+    {
+      /* A chunk with room is advertised to adopters; a full one waits
+         for the first free into it, which takes it over.  */
+      if (space)
+        kp_hint_set (c);
+      return true;
+    }
+  atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+  kp_chunk_collect (c);
+  return false;
+}
+
+/* C's owner, with used == 0, releases it.  */
+void
+kp_chunk_release (kp_chunk_t *c, bool discard)
+{
+  KP_ASSERT (c->used == 0);
+  atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
+  atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
+  kp_hint_take (c);
+  kp_units_release (c, discard);
+}
+
+/* An owner free brought C's used count to 0.  The active chunk of a
+   class stays, so a malloc/free loop does not claim and release a
+   chunk each time; any other empty chunk goes back to the region.  */
+void
+kp_chunk_retire (kp_chunk_t *c)
+{
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  if (kp_tc.active[cls] == c)
+    return;
+  kp_partial_remove (kp_tc.heap, c);
+  kp_chunk_release (c, true);
+}
+
+/* We have just set the OWNED bit of C, which had no owner.  Collect,
+   then release it if empty, keep it if this thread uses the class, or
+   abandon it again.  */
+static void
+kp_abandoned_collect (kp_chunk_t *c)
+{
+  kp_heap_t *h = kp_tc.heap;
+  for (;;)
+    {
+      kp_chunk_collect (c);
+      if (c->used == 0)
+        {
+          kp_chunk_release (c, true);
+          return;
+        }
+      unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+      if (kp_heap_live (h)
+          && (c->orig_heap == h || kp_tc.active[cls] != &kp_empty_chunk))
+        {
+          atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+          kp_partial_push (h, c);
+          return;
+        }
+      bool space = kp_chunk_has_space (c);
+      uintptr_t expected = KP_TF_OWNED;
+      if (atomic_compare_exchange_strong_explicit (&c->xthread_free,
+                                                   &expected, 0,
+                                                   memory_order_release,
+                                                   memory_order_relaxed))
+        {
+          if (space)
+            kp_hint_set (c);
+          return;
+        }
+      /* More frees arrived while we held it: take them too.  */
+    }
+}
+
+/* Free P, a block of small or dedicated chunk C that this thread does
+   not own.  */
+void
+kp_free_remote (kp_chunk_t *c, void *p)
+{
+  unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
+  if (kind == KP_KIND_DEDICATED)
+    {
+      kp_dedicated_free (c, p);
+      return;
+    }
+  if (kp_unlikely (kind != KP_KIND_SMALL))
+    {
+      kp_report ("invalid free (not an allocated block):", p);
+      return;
+    }
+  size_t off = (size_t) ((char *) p - kp_chunk_data (c));
+  uint32_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  if (kp_unlikely (off % size != 0))
+    {
+      kp_report ("invalid free (not the start of a block):", p);
+      return;
+    }
+  kp_block_t *b = p;
+  uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
+  do
+    b->next = (kp_block_t *) (old & ~KP_TF_OWNED);
+  while (!atomic_compare_exchange_weak_explicit (&c->xthread_free, &old,
+                                                 (uintptr_t) b | KP_TF_OWNED,
+                                                 memory_order_acq_rel,
+                                                 memory_order_relaxed));
+  if (old & KP_TF_OWNED)
+    return;                     /* the owner will collect; never touch c again */
+  kp_abandoned_collect (c);
+}
+
+/* Find an abandoned chunk of class CLS with room, take it over for H.
+   The scan is bounded: adoption is an optimisation, not a duty.  */
+kp_chunk_t *
+kp_chunk_adopt (kp_heap_t *h, unsigned cls)
+{
+  unsigned budget = 32;
+  for (kp_region_t *r = kp_region_first (); r != NULL && budget > 0;
+       r = atomic_load_explicit (&r->next, memory_order_acquire), budget--)
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      {
+        uint64_t bits = atomic_load_explicit (&r->abandoned[w],
+                                              memory_order_relaxed);
+        while (bits != 0)
+          {
+            unsigned u = w * 64 + (unsigned) __builtin_ctzll (bits);
+            bits &= bits - 1;
+            kp_chunk_t *c = &r->desc[u];
+            if (atomic_load_explicit (&c->cls, memory_order_relaxed) != cls
+                || atomic_load_explicit (&c->kind, memory_order_relaxed)
+                   != KP_KIND_SMALL
+                || !kp_hint_take (c))
+              continue;
+            uintptr_t tf = atomic_load_explicit (&c->xthread_free,
+                                                 memory_order_relaxed);
+            while ((tf & KP_TF_OWNED) == 0)
+              if (atomic_compare_exchange_weak_explicit
+                  (&c->xthread_free, &tf, tf | KP_TF_OWNED,
+                   memory_order_acquire, memory_order_relaxed))
+                {
+                  /* Owned.  The descriptor may have been released and
+                     claimed again since the hint was read: check.  */
+                  if (atomic_load_explicit (&c->kind, memory_order_relaxed)
+                      != KP_KIND_SMALL
+                      || atomic_load_explicit (&c->cls, memory_order_relaxed)
+                         != cls)
+                    {
+                      kp_abandoned_collect (c);
+                      break;
+                    }
+                  atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+                  kp_chunk_collect (c);
+                  if (kp_chunk_has_space (c))
+                    return c;
+                  if (!kp_chunk_abandon (c, h))
+                    return c;   /* frees arrived: it has room now */
+                  break;
+                }
+          }
+      }
+  return NULL;
+}

@@ -1,0 +1,162 @@
+/* init.c -- process start-up, fork, the C library fallback and the
+   statistics report at exit.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   Initialisation is lazy: the first allocation of the process runs it,
+   through the refill slow path.  It never spins: a thread that finds
+   another thread (or itself, re-entered through a library call that
+   allocates) in the middle of it is served by the C library, and those
+   blocks are later recognised as foreign and given back to it.  So
+   there is no lock that fork or a signal could leave held.  */
+
+#include <config.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kp_internal.h"
+
+#ifndef HAVE___LIBC_MALLOC
+# error "libkamepool needs the C library's __libc_malloc family (glibc)"
+#endif
+
+extern void *__libc_malloc (size_t);
+extern void *__libc_calloc (size_t, size_t);
+extern void *__libc_realloc (void *, size_t);
+extern void *__libc_memalign (size_t, size_t);
+extern void __libc_free (void *);
+
+_Atomic (int) kp_init_state;
+static _Atomic (int) kp_stats_at_exit;
+
+void *
+kp_libc_malloc (size_t n)
+{
+  return __libc_malloc (n);
+}
+
+void *
+kp_libc_calloc (size_t n, size_t m)
+{
+  return __libc_calloc (n, m);
+}
+
+void *
+kp_libc_realloc (void *p, size_t n)
+{
+  return __libc_realloc (p, n);
+}
+
+void *
+kp_libc_memalign (size_t align, size_t n)
+{
+  return __libc_memalign (align, n);
+}
+
+void
+kp_libc_free (void *p)
+{
+  __libc_free (p);
+}
+
+/* glibc has no __libc_malloc_usable_size; find the next definition of
+   malloc_usable_size once (dlsym may allocate, which is fine here).  */
+size_t
+kp_libc_usable_size (void *p)
+{
+  typedef size_t (*usable_fn) (void *);
+  static _Atomic (usable_fn) next;
+  usable_fn f = atomic_load_explicit (&next, memory_order_acquire);
+  if (f == NULL)
+    {
+      f = (usable_fn) dlsym (RTLD_NEXT, "malloc_usable_size");
+      if (f == NULL)
+        return 0;
+      atomic_store_explicit (&next, f, memory_order_release);
+    }
+  return f (p);
+}
+
+/* In the child of a fork, an initialisation that another thread of the
+   parent had begun will never finish: start over.  */
+static void
+kp_atfork_child (void)
+{
+  int running = 1;
+  atomic_compare_exchange_strong_explicit (&kp_init_state, &running, 0,
+                                           memory_order_relaxed,
+                                           memory_order_relaxed);
+}
+
+static void
+kp_print_stats (void)
+{
+  kame_pool_stats_t s = { .version = KAME_POOL_STATS_VERSION };
+  kame_pool_get_stats (&s);
+  char buf[512];
+  int saved = errno;
+  /* snprintf with these conversions does not allocate in glibc.  */
+  snprintf (buf, sizeof buf,
+            "kamepool: %zu regions (%zu MiB reserved); %zu chunks live "
+            "holding %zu units (%zu MiB); dedicated %zu KiB; "
+            "%zu large mappings (%zu KiB); cache %zu KiB; "
+            "tls model %s, hugepage advice %s\n",
+            s.regions_populated, s.bytes_reserved >> 20, s.chunks_live,
+            s.units_live, (s.units_live * KP_UNIT_SIZE) >> 20,
+            s.dedicated_chunk_bytes >> 10, s.large_alloc_count,
+            s.large_alloc_bytes >> 10, s.cache_bytes >> 10,
+            KP_TLS_MODEL_NAME,
+            atomic_load_explicit (&kp_thp_advice, memory_order_relaxed)
+            ? "on" : "off");
+  kp_os_write_stderr (buf);
+  errno = saved;
+}
+
+__attribute__ ((__destructor__)) static void
+kp_at_exit (void)
+{
+  /* Read the variable here too: a program that never allocated never
+     ran the initialisation.  */
+  if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
+      || kp_os_env_flag ("KAME_POOL_STATS", false))
+    kp_print_stats ();
+}
+
+/* Initialise the process once.  False when initialisation is under
+   way elsewhere (or re-entered): the caller then uses the C library.  */
+bool
+kp_process_init (void)
+{
+  int state = atomic_load_explicit (&kp_init_state, memory_order_acquire);
+  if (state == 2)
+    return true;
+  if (state != 0
+      || !atomic_compare_exchange_strong_explicit (&kp_init_state, &state, 1,
+                                                   memory_order_acquire,
+                                                   memory_order_acquire))
+    return state == 2;
+  int saved = errno;
+#if KP_DEBUG >= 1
+  kp_sizeclass_check ();
+#endif
+  kp_os_page_size ();
+  atomic_store_explicit (&kp_thp_advice,
+                         kp_os_env_flag ("KAME_POOL_HUGEPAGE",
+                                         KP_HUGEPAGE_DEFAULT != 0),
+                         memory_order_relaxed);
+  atomic_store_explicit (&kp_stats_at_exit,
+                         kp_os_env_flag ("KAME_POOL_STATS", false),
+                         memory_order_relaxed);
+  bool ok = kp_heap_process_init ();
+  if (ok)
+    pthread_atfork (NULL, NULL, kp_atfork_child);
+  errno = saved;
+  atomic_store_explicit (&kp_init_state, ok ? 2 : 0, memory_order_release);
+  return ok;
+}

@@ -1,0 +1,110 @@
+/* interpose.c -- the malloc family, exported so that LD_PRELOAD or
+   -lkamepool replaces the C library's allocator.  Built unless
+   configure --disable-interpose (the default in address and thread
+   sanitizer builds, whose runtimes own malloc).
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   The set is all or nothing: a program that got malloc from us and
+   memalign from libc would hand our blocks to libc's free.  Pointers
+   that are not ours (allocated before we were loaded, or through
+   __libc_malloc) are recognised by the radix map and given back to the
+   C library.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <malloc.h>
+
+#include "kp_internal.h"
+
+#define KP_EXPORT __attribute__ ((__visibility__ ("default")))
+
+KP_EXPORT void *
+malloc (size_t size)
+{
+  return kp_malloc (size);
+}
+
+KP_EXPORT void
+free (void *ptr)
+{
+  kp_free (ptr);
+}
+
+KP_EXPORT void *
+calloc (size_t nmemb, size_t size)
+{
+  return kp_calloc (nmemb, size);
+}
+
+KP_EXPORT void *
+realloc (void *ptr, size_t size)
+{
+  return kp_realloc (ptr, size);
+}
+
+KP_EXPORT void *
+reallocarray (void *ptr, size_t nmemb, size_t size)
+{
+  size_t total;
+  if (__builtin_mul_overflow (nmemb, size, &total))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  return kp_realloc (ptr, total);
+}
+
+KP_EXPORT int
+posix_memalign (void **memptr, size_t alignment, size_t size)
+{
+  return kame_pool_posix_memalign (memptr, alignment, size);
+}
+
+KP_EXPORT void *
+aligned_alloc (size_t alignment, size_t size)
+{
+  return kame_pool_aligned_alloc (alignment, size);
+}
+
+/* glibc's memalign rounds a non-power-of-two alignment up; we reject
+   it with EINVAL, as POSIX allows and the manual documents.  */
+KP_EXPORT void *
+memalign (size_t alignment, size_t size)
+{
+  return kame_pool_aligned_alloc (alignment, size);
+}
+
+KP_EXPORT void *
+valloc (size_t size)
+{
+  return kp_memalign (kp_os_page_size (), size);
+}
+
+KP_EXPORT void *
+pvalloc (size_t size)
+{
+  size_t page = kp_os_page_size ();
+  if (size > SIZE_MAX - (page - 1))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  size_t rounded = (size + page - 1) & ~(page - 1);
+  return kp_memalign (page, rounded == 0 ? page : rounded);
+}
+
+KP_EXPORT size_t
+malloc_usable_size (void *ptr)
+{
+  if (ptr == NULL)
+    return 0;
+  if (!kp_owns (ptr))
+    return kp_libc_usable_size (ptr);
+  return kp_usable_size (ptr);
+}

@@ -1,0 +1,369 @@
+/* kp_internal.h -- libkamepool's shared definitions: geometry, the
+   region, chunk and heap structures, the thread cache, and the inline
+   fast paths of malloc and free.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   The allocator in one paragraph (doc/kamepool-design.md has the long
+   form).  Memory comes in 32 MiB regions, aligned to 32 MiB and never
+   unmapped, each cut into 128 units of 256 KiB.  Unit 0 of a region
+   holds its metadata (kp_region_t): a claim bitmap with one bit per
+   unit, a back-offset byte per unit and one chunk descriptor per unit.
+   A chunk is a run of 1..16 units claimed with one CAS.  A small chunk
+   serves one size class; a dedicated chunk serves one block above
+   32 KiB.  Each thread owns a heap with one active chunk per class;
+   the owner allocates and frees with plain loads and stores, other
+   threads free with one CAS onto the chunk's remote list, whose low
+   bit is the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
+   their own.  A flat radix map from region number to kind tells pool
+   memory, large mappings and foreign (libc) pointers apart.
+
+   Memory-order contract.  Every field read or written by more than one
+   thread is _Atomic and says, at its declaration, who writes it, who
+   reads it and with which order.  The summary:
+
+     region.claim[w]        CAS acquire to claim; fetch_and release to
+                            free (after the metadata reset).
+     region.back[], desc    written relaxed by the claim winner after
+     kind/cls/units/size    its CAS, reset relaxed before the release;
+                            readers get happens-before from the hand-over
+                            of the pointer they free, or from the owned
+                            bit's acquire.
+     desc.xthread_free      remote push CAS acq_rel; owner collect
+                            exchange acquire; unown CAS release.
+     desc.owner             relaxed: a thread only ever compares it with
+                            its own heap, which it wrote itself.
+     region list, radix     release on publish, acquire on walk.
+     counters, hints        relaxed, approximate by design.  */
+
+#ifndef KP_INTERNAL_H
+#define KP_INTERNAL_H 1
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+
+#define KP_HIDDEN __attribute__ ((__visibility__ ("hidden")))
+#define KP_NOINLINE __attribute__ ((__noinline__))
+#define KP_INLINE static inline __attribute__ ((__always_inline__))
+#define KP_COLD __attribute__ ((__cold__, __noinline__))
+#define kp_likely(x) __builtin_expect (!!(x), 1)
+#define kp_unlikely(x) __builtin_expect (!!(x), 0)
+
+/* ---- Geometry --------------------------------------------------------- */
+
+#define KP_REGION_SHIFT 25                      /* 32 MiB regions */
+#define KP_REGION_SIZE ((size_t) 1 << KP_REGION_SHIFT)
+#define KP_REGION_MASK (KP_REGION_SIZE - 1)
+#define KP_UNIT_SHIFT 18                        /* 256 KiB units */
+#define KP_UNIT_SIZE ((size_t) 1 << KP_UNIT_SHIFT)
+#define KP_UNITS 128                            /* units per region */
+#define KP_CLAIM_WORDS (KP_UNITS / 64)
+#define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
+#define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
+#define KP_SMALL_MAX 32768                      /* largest size class */
+#define KP_NCLASS 50
+#define KP_LUT_SIZE ((KP_SMALL_MAX >> 4) + 1)
+#define KP_PAGE 4096                            /* metadata page granularity */
+#define KP_MIN_ALIGN 16
+
+/* ---- Assertions (never call malloc: they write(2) and abort) ---------- */
+
+KP_HIDDEN _Noreturn void kp_fatal (const char *file, int line,
+                                   const char *what);
+#define KP_CHECK(cond)                                                  \
+  do { if (kp_unlikely (!(cond))) kp_fatal (__FILE__, __LINE__, #cond); } \
+  while (0)
+#if KP_DEBUG >= 1
+# define KP_ASSERT(cond) KP_CHECK (cond)
+#else
+# define KP_ASSERT(cond) ((void) 0)
+#endif
+#if KP_DEBUG >= 2
+# define KP_EXPENSIVE_ASSERT(cond) KP_CHECK (cond)
+#else
+# define KP_EXPENSIVE_ASSERT(cond) ((void) 0)
+#endif
+/* Report misuse by the caller (a wild or double free) on stderr.  */
+KP_HIDDEN void kp_report (const char *what, const void *p);
+
+/* ---- Blocks, chunks, regions ------------------------------------------ */
+
+typedef struct kp_block { struct kp_block *next; } kp_block_t;
+typedef struct kp_heap kp_heap_t;
+
+enum kp_chunk_kind
+{
+  KP_KIND_NONE = 0,             /* unclaimed, or a continuation unit */
+  KP_KIND_SMALL = 1,            /* blocks of one size class */
+  KP_KIND_DEDICATED = 2         /* one block of 1..16 whole units */
+};
+
+/* Low bit of xthread_free: whoever sets it owns the chunk.  */
+#define KP_TF_OWNED ((uintptr_t) 1)
+
+/* A chunk descriptor.  It lives in unit 0 of its region, at the index
+   of the chunk's first unit, so the chunk's data is exactly its units
+   and slot 0 is 256 KiB-aligned.
+
+   States (owner, xthread_free):
+     DEAD       (NULL, NULL|OWNED)   unclaimed or released: the OWNED bit
+                                     makes it impossible to claim through
+                                     a stale list (see kp_free_remote).
+     OWNED      (H,    list|OWNED)   H's thread allocates from it.
+     ABANDONED  (NULL, list|0)       the first thread to CAS the bit to 1
+                                     (a remote freer or an adopter) owns it.
+   Model: testsuite/kamepool.model/ownership.pml.  */
+typedef struct kp_chunk
+{
+  /* Line 0: owner-private fields, plain loads and stores, used only by
+     the thread that holds the OWNED bit.  */
+  kp_block_t *free;             /* owner LIFO free list */
+  uint32_t used;                /* blocks handed out, not yet back on free */
+  uint32_t capacity;            /* blocks in the chunk */
+  char *bump;                   /* next never-used byte (lazy carving) */
+  char *limit;                  /* end of the chunk's data */
+  struct kp_chunk *next, *prev; /* the owner heap's partial list */
+  /* Written relaxed by the thread that takes ownership (itself or NULL);
+     read relaxed by any freer, who only compares it with its own heap.  */
+  _Atomic (kp_heap_t *) owner;
+  kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
+
+  /* Line 1: the remote-free word, and the fields fixed while claimed.  */
+  /* Remote frees push here (CAS acq_rel); the owner collects with an
+     acquire exchange; giving up ownership is a release CAS.  */
+  _Alignas (64) _Atomic (uintptr_t) xthread_free;
+  /* Set relaxed by the claim winner after its CAS, reset before the
+     release of the claim bits; read relaxed by freers, who are ordered
+     after the claim by the hand-over of the block they free.  */
+  _Atomic (uint32_t) block_size; /* SMALL: class size; DEDICATED: bytes */
+  _Atomic (uint8_t) kind;       /* enum kp_chunk_kind */
+  _Atomic (uint8_t) cls;        /* SMALL: size class */
+  _Atomic (uint8_t) units;      /* chunk length in units */
+  uint8_t numa_node;
+} kp_chunk_t;
+
+typedef struct kp_region
+{
+  /* One bit per unit; bit 0 of word 0 is unit 0, the metadata, always
+     set.  Claimers CAS (acquire); releasers fetch_and (release) after
+     resetting the descriptors.  Model: kamepool.model/claim.pml.  */
+  _Atomic (uint64_t) claim[KP_CLAIM_WORDS];
+  /* Hint: base unit u holds an ABANDONED small chunk with free slots.
+     Set by fetch_or (release) when abandoning, cleared by the adopter's
+     CAS (acquire); correctness comes from the owned bit alone.  */
+  _Atomic (uint64_t) abandoned[KP_CLAIM_WORDS];
+  /* Distance from unit u back to its chunk's first unit.  Written
+     relaxed ONLY after the claim CAS is won (writing them before the
+     CAS was the historical double-allocation race).  */
+  _Atomic (uint8_t) back[KP_UNITS];
+  /* Push-only region list (release push, acquire walk).  */
+  struct kp_region *_Atomic next;
+  /* Hint: a claim may succeed here.  Relaxed.  */
+  _Atomic (uint8_t) has_free;
+  uint8_t numa_node;
+  uint32_t index;               /* creation order, for diagnostics */
+  _Alignas (128) kp_chunk_t desc[KP_UNITS];
+} kp_region_t;
+
+/* A heap: one per live thread.  Heap records are permanent (never
+   unmapped) and recycled for new threads, so a stale pointer to one is
+   harmless: it is only ever compared.  */
+struct kp_heap
+{
+  kp_chunk_t *partial[KP_NCLASS];   /* owned, not active, with free space */
+  _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
+  uint8_t numa_node;
+  struct kp_heap *pool_next;    /* immutable once published */
+};
+
+/* The per-thread cache: the only thread-local state on the hot paths.
+   Its TLS model is chosen by configure --with-tls-model.  */
+typedef struct kp_tcache
+{
+  uintptr_t last_region;        /* base of the last pool region freed into */
+  kp_heap_t *heap;              /* &kp_heap_none before init, &kp_heap_dead after exit */
+  kp_chunk_t *active[KP_NCLASS]; /* &kp_empty_chunk when none */
+} kp_tcache_t;
+
+extern __thread kp_tcache_t kp_tc KP_TLS_ATTR KP_HIDDEN;
+extern kp_chunk_t kp_empty_chunk KP_HIDDEN;
+extern kp_heap_t kp_heap_none KP_HIDDEN;
+extern kp_heap_t kp_heap_dead KP_HIDDEN;
+
+KP_INLINE bool
+kp_heap_live (const kp_heap_t *h)
+{
+  return h != &kp_heap_none && h != &kp_heap_dead;
+}
+
+/* ---- Size classes (sizeclass.c) --------------------------------------- */
+
+extern const uint8_t kp_class_lut[KP_LUT_SIZE] KP_HIDDEN;
+extern const uint32_t kp_class_size[KP_NCLASS] KP_HIDDEN;
+extern const uint8_t kp_class_units[KP_NCLASS] KP_HIDDEN;
+KP_HIDDEN void kp_sizeclass_check (void);
+KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
+
+KP_INLINE unsigned
+kp_size_class (size_t n)
+{
+  return kp_class_lut[(n + 15) >> 4];
+}
+
+/* ---- Radix map: region number -> kind (radix.c) ------------------------ */
+
+enum kp_radix_kind
+{
+  KP_RADIX_NONE = 0,            /* not ours: libc, stack, bootstrap */
+  KP_RADIX_POOL = 1,            /* a pool region */
+  KP_RADIX_LARGE = 2            /* the head of a large or huge mapping */
+};
+KP_HIDDEN int kp_radix_lookup (uintptr_t addr);
+KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
+
+/* ---- OS layer (os.c) --------------------------------------------------- */
+
+KP_HIDDEN void *kp_os_map_aligned (size_t size, size_t align);
+KP_HIDDEN void kp_os_unmap (void *p, size_t size);
+KP_HIDDEN void kp_os_discard (void *p, size_t size);
+KP_HIDDEN size_t kp_os_page_size (void);
+KP_HIDDEN bool kp_os_env_flag (const char *name, bool dflt);
+KP_HIDDEN void kp_os_write_stderr (const char *s);
+
+/* ---- Regions and unit claims (region.c) -------------------------------- */
+
+KP_INLINE kp_region_t *
+kp_region_of (const void *p)
+{
+  return (kp_region_t *) ((uintptr_t) p & ~(uintptr_t) KP_REGION_MASK);
+}
+
+KP_INLINE unsigned
+kp_chunk_base_unit (const kp_chunk_t *c)
+{
+  return (unsigned) (c - kp_region_of (c)->desc);
+}
+
+KP_INLINE char *
+kp_chunk_data (const kp_chunk_t *c)
+{
+  return (char *) kp_region_of (c) + ((size_t) kp_chunk_base_unit (c)
+                                      << KP_UNIT_SHIFT);
+}
+
+/* The descriptor of the chunk that holds P, P in a pool region.  */
+KP_INLINE kp_chunk_t *
+kp_chunk_of (const void *p)
+{
+  kp_region_t *r = kp_region_of (p);
+  unsigned u = (unsigned) (((uintptr_t) p & KP_REGION_MASK) >> KP_UNIT_SHIFT);
+  unsigned back = atomic_load_explicit (&r->back[u], memory_order_relaxed);
+  return &r->desc[u - back];
+}
+
+KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units);
+KP_HIDDEN void kp_units_release (kp_chunk_t *c, bool discard);
+KP_HIDDEN kp_region_t *kp_region_first (void);
+KP_HIDDEN extern _Atomic (int) kp_thp_advice;
+KP_HIDDEN size_t kp_region_count (void);
+
+/* ---- Chunks (chunk.c) -------------------------------------------------- */
+
+KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h);
+KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
+KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
+KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
+KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, bool discard);
+KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
+KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
+KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
+
+/* ---- Heaps and threads (heap.c) ---------------------------------------- */
+
+KP_HIDDEN void *kp_malloc_refill (size_t n);
+KP_HIDDEN bool kp_heap_process_init (void);
+KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
+KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
+KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
+
+/* ---- Process init, libc fallback (init.c) ------------------------------ */
+
+KP_HIDDEN bool kp_process_init (void);
+KP_HIDDEN extern _Atomic (int) kp_init_state;  /* 0 none, 1 running, 2 done */
+KP_HIDDEN void *kp_libc_malloc (size_t n);
+KP_HIDDEN void *kp_libc_calloc (size_t n, size_t m);
+KP_HIDDEN void *kp_libc_realloc (void *p, size_t n);
+KP_HIDDEN void *kp_libc_memalign (size_t align, size_t n);
+KP_HIDDEN void kp_libc_free (void *p);
+KP_HIDDEN size_t kp_libc_usable_size (void *p);
+KP_HIDDEN extern _Atomic (size_t) kp_max_bytes;  /* region cap; 0 = none */
+
+/* ---- Large blocks (large.c) -------------------------------------------- */
+
+KP_HIDDEN void *kp_malloc_large (size_t n, size_t align);
+KP_HIDDEN void kp_large_free (void *p);
+KP_HIDDEN size_t kp_large_usable (const void *p);
+KP_HIDDEN bool kp_large_owns (const void *p);
+KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
+KP_HIDDEN extern _Atomic (size_t) kp_stat_large_count;
+KP_HIDDEN extern _Atomic (size_t) kp_stat_large_bytes;
+
+/* ---- Allocation entry points (alloc.c) --------------------------------- */
+
+KP_HIDDEN void kp_free_cold (void *p);
+KP_HIDDEN bool kp_owns (const void *p);
+KP_HIDDEN size_t kp_usable_size (const void *p);
+KP_HIDDEN void *kp_memalign (size_t align, size_t n);
+KP_HIDDEN void *kp_realloc (void *p, size_t n);
+KP_HIDDEN void *kp_calloc (size_t n, size_t m);
+
+/* malloc's fast path: one table lookup, one TLS load, a list pop.  */
+KP_INLINE void *
+kp_malloc (size_t n)
+{
+  if (kp_likely (n <= KP_SMALL_MAX))
+    {
+      kp_chunk_t *c = kp_tc.active[kp_size_class (n)];
+      kp_block_t *b = c->free;
+      if (kp_likely (b != NULL))
+        {
+          c->free = b->next;
+          c->used++;
+          return b;
+        }
+    }
+  return kp_malloc_refill (n);
+}
+
+/* free's fast path: a block of a chunk this thread owns, in the region
+   it freed into last.  Everything else goes to kp_free_cold.  */
+KP_INLINE void
+kp_free (void *p)
+{
+  uintptr_t rb = (uintptr_t) p & ~(uintptr_t) KP_REGION_MASK;
+  if (kp_likely (rb == kp_tc.last_region))
+    {
+      kp_chunk_t *c = kp_chunk_of (p);
+      if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed)
+                     == kp_tc.heap))
+        {
+          kp_block_t *b = p;
+          b->next = c->free;
+          c->free = b;
+          if (kp_unlikely (--c->used == 0))
+            kp_chunk_retire (c);
+          return;
+        }
+      kp_free_remote (c, p);
+      return;
+    }
+  kp_free_cold (p);
+}
+
+#endif /* KP_INTERNAL_H */

@@ -1,0 +1,180 @@
+/* large.c -- blocks above 32 KiB: dedicated chunks of whole units up to
+   4 MiB, and mappings of their own above that (or for alignments a
+   dedicated chunk cannot give).
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   This is the simple, replaceable version: every free returns the
+   memory to the kernel.  A recycle cache comes with the large-tier
+   work.  A mapping starts 32 MiB-aligned with a header page; the block
+   is at offset max(page, alignment), inside the first 32 MiB, whose
+   radix entry says LARGE.  A mapping smaller than 32 MiB does not own
+   the rest of its 32 MiB slot, so every lookup checks the header and
+   the exact block address before it trusts the entry.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "kp_internal.h"
+
+#define KP_LARGE_MAGIC UINT64_C (0x6b616d656c617267) /* "kamelarg" */
+
+typedef struct kp_large_header
+{
+  uint64_t magic;
+  size_t size;                  /* requested bytes */
+  size_t map_size;              /* bytes mapped, from the header */
+  size_t offset;                /* block address - mapping address */
+} kp_large_header_t;
+
+_Atomic (size_t) kp_stat_large_count;  /* relaxed counters */
+_Atomic (size_t) kp_stat_large_bytes;
+
+static inline size_t
+kp_round_up (size_t n, size_t to)
+{
+  return (n + to - 1) & ~(to - 1);
+}
+
+static void *
+kp_dedicated_alloc (size_t n)
+{
+  unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
+  if (units == 0)
+    units = 1;
+  kp_chunk_t *c = kp_units_claim (units);
+  if (c == NULL)
+    return NULL;
+  c->free = NULL;
+  c->used = 1;
+  c->capacity = 1;
+  c->bump = c->limit = NULL;
+  c->next = c->prev = NULL;
+  c->orig_heap = NULL;
+  atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
+                         memory_order_relaxed);
+  atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
+  atomic_store_explicit (&c->cls, 0, memory_order_relaxed);
+  atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
+  atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
+  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
+  return kp_chunk_data (c);
+}
+
+void
+kp_dedicated_free (kp_chunk_t *c, void *p)
+{
+  if (kp_unlikely (p != kp_chunk_data (c)))
+    {
+      kp_report ("invalid free (inside a large block):", p);
+      return;
+    }
+  kp_units_release (c, true);
+}
+
+static void *
+kp_mapping_alloc (size_t n, size_t align)
+{
+  size_t page = kp_os_page_size ();
+  size_t offset = align > page ? align : page;
+  if (n > PTRDIFF_MAX - offset - page)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  size_t map_size = kp_round_up (offset + n, page);
+  char *base = kp_os_map_aligned (map_size, KP_REGION_SIZE);
+  if (base == NULL)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  kp_large_header_t *hdr = (kp_large_header_t *) base;
+  hdr->magic = KP_LARGE_MAGIC;
+  hdr->size = n;
+  hdr->map_size = map_size;
+  hdr->offset = offset;
+  atomic_fetch_add_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_stat_large_bytes, map_size,
+                             memory_order_relaxed);
+  kp_radix_set ((uintptr_t) base, KP_RADIX_LARGE);
+  return base + offset;
+}
+
+/* The header of the mapping whose block is P, or NULL if P is not one.  */
+static kp_large_header_t *
+kp_large_header (const void *p)
+{
+  kp_large_header_t *hdr = (kp_large_header_t *) kp_region_of (p);
+  if (hdr->magic != KP_LARGE_MAGIC
+      || (const char *) hdr + hdr->offset != (const char *) p)
+    return NULL;
+  return hdr;
+}
+
+/* Allocate N bytes above the small classes, aligned to ALIGN (0 or a
+   power of two).  */
+void *
+kp_malloc_large (size_t n, size_t align)
+{
+  if (kp_unlikely (n > PTRDIFF_MAX))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
+      && !kp_process_init ())
+    return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
+                                : kp_libc_malloc (n);
+  if (n <= KP_DEDICATED_MAX && align <= KP_UNIT_SIZE)
+    {
+      void *p = kp_dedicated_alloc (n);
+      if (p != NULL)
+        return p;
+      /* Beyond the region cap: the C library serves it.  */
+      return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
+                                  : kp_libc_malloc (n);
+    }
+  if (align >= KP_REGION_SIZE)
+    return kp_libc_memalign (align, n);
+  return kp_mapping_alloc (n, align);
+}
+
+/* Free P, whose region's radix entry is LARGE.  Anything else that
+   happens to lie in that 32 MiB slot is not ours: libc's.  */
+void
+kp_large_free (void *p)
+{
+  kp_large_header_t *hdr = kp_large_header (p);
+  if (hdr == NULL)
+    {
+      kp_libc_free (p);
+      return;
+    }
+  size_t map_size = hdr->map_size;
+  atomic_fetch_sub_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit (&kp_stat_large_bytes, map_size,
+                             memory_order_relaxed);
+  hdr->magic = 0;
+  /* The entry goes first, so a double free finds nothing of ours.  */
+  kp_radix_set ((uintptr_t) hdr, KP_RADIX_NONE);
+  kp_os_unmap (hdr, map_size);
+}
+
+/* Usable bytes of P, 0 when P is not the block of a large mapping.  */
+size_t
+kp_large_usable (const void *p)
+{
+  kp_large_header_t *hdr = kp_large_header (p);
+  return hdr != NULL ? hdr->map_size - hdr->offset : 0;
+}
+
+bool
+kp_large_owns (const void *p)
+{
+  return kp_large_header (p) != NULL;
+}

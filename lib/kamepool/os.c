@@ -1,0 +1,181 @@
+/* os.c -- the operating-system layer: aligned address-space
+   reservation, returning pages, environment flags and diagnostics.
+   Nothing here calls malloc.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kp_internal.h"
+
+/* Map SIZE bytes of fresh zeroed memory aligned to ALIGN (a power of
+   two, at least a page): over-map, then trim both ends.  Returns NULL
+   with errno ENOMEM when the kernel refuses.  */
+void *
+kp_os_map_aligned (size_t size, size_t align)
+{
+  int saved = errno;
+  if (size > SIZE_MAX - align)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  /* Try the exact size first: the kernel often places a mapping right
+     after the previous one, which is aligned when the previous was.  */
+  char *p = mmap (NULL, size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  if (((uintptr_t) p & (align - 1)) == 0)
+    {
+      errno = saved;
+      return p;
+    }
+  munmap (p, size);
+  p = mmap (NULL, size + align, PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  uintptr_t start = ((uintptr_t) p + align - 1) & ~(uintptr_t) (align - 1);
+  size_t head = start - (uintptr_t) p;
+  size_t tail = align - head;
+  if (head != 0)
+    munmap (p, head);
+  if (tail != 0)
+    munmap ((char *) start + size, tail);
+  errno = saved;
+  return (void *) start;
+}
+
+void
+kp_os_unmap (void *p, size_t size)
+{
+  int saved = errno;
+  munmap (p, size);
+  errno = saved;
+}
+
+/* Give the pages of [P, P + SIZE) back to the kernel; the range stays
+   mapped and reads as zeros afterwards.  */
+void
+kp_os_discard (void *p, size_t size)
+{
+  int saved = errno;
+  madvise (p, size, MADV_DONTNEED);
+  errno = saved;
+}
+
+size_t
+kp_os_page_size (void)
+{
+  static size_t page;
+  if (page == 0)
+    {
+      long v = sysconf (_SC_PAGESIZE);
+      page = v > 0 ? (size_t) v : 4096;
+    }
+  return page;
+}
+
+/* A boolean environment flag: unset or empty gives DFLT; "0", "no",
+   "false" and "off" are false; anything else is true.  getenv does not
+   allocate.  */
+bool
+kp_os_env_flag (const char *name, bool dflt)
+{
+  const char *v = getenv (name);
+  if (v == NULL || *v == '\0')
+    return dflt;
+  if (strcmp (v, "0") == 0 || strcasecmp (v, "no") == 0
+      || strcasecmp (v, "false") == 0 || strcasecmp (v, "off") == 0)
+    return false;
+  return true;
+}
+
+void
+kp_os_write_stderr (const char *s)
+{
+  int saved = errno;
+  size_t len = strlen (s);
+  while (len > 0)
+    {
+      ssize_t w = write (2, s, len);
+      if (w <= 0)
+        break;
+      s += w;
+      len -= (size_t) w;
+    }
+  errno = saved;
+}
+
+/* Format P as 0x... into BUF (at least 19 bytes) without stdio.  */
+static void
+kp_format_pointer (char *buf, const void *p)
+{
+  uintptr_t v = (uintptr_t) p;
+  char tmp[17];
+  int n = 0;
+  do
+    {
+      tmp[n++] = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    }
+  while (v != 0);
+  buf[0] = '0';
+  buf[1] = 'x';
+  for (int i = 0; i < n; i++)
+    buf[2 + i] = tmp[n - 1 - i];
+  buf[2 + n] = '\0';
+}
+
+void
+kp_report (const char *what, const void *p)
+{
+  char ptr[20];
+  kp_format_pointer (ptr, p);
+  kp_os_write_stderr ("kamepool: ");
+  kp_os_write_stderr (what);
+  kp_os_write_stderr (" ");
+  kp_os_write_stderr (ptr);
+  kp_os_write_stderr ("\n");
+}
+
+_Noreturn void
+kp_fatal (const char *file, int line, const char *what)
+{
+  char num[12];
+  int n = 0;
+  char tmp[12];
+  unsigned v = (unsigned) line;
+  do
+    {
+      tmp[n++] = (char) ('0' + v % 10);
+      v /= 10;
+    }
+  while (v != 0);
+  for (int i = 0; i < n; i++)
+    num[i] = tmp[n - 1 - i];
+  num[n] = '\0';
+  kp_os_write_stderr ("kamepool: internal error at ");
+  kp_os_write_stderr (file);
+  kp_os_write_stderr (":");
+  kp_os_write_stderr (num);
+  kp_os_write_stderr (": ");
+  kp_os_write_stderr (what);
+  kp_os_write_stderr ("\n");
+  abort ();
+}

@@ -1,0 +1,46 @@
+/* radix.c -- the map from a 32 MiB region number to what it holds
+   (nothing of ours, a pool region, or the head of a large mapping).
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   The study proposed a two-level radix tree with lazily installed
+   leaves.  A flat byte array indexed by the region number does the
+   same with one load and no install race: 47 bits of user address
+   space are 2^22 regions, so the map is 4 MiB of zero-initialised
+   .bss, of which the kernel backs only the pages that hold a non-zero
+   entry (in practice one or two).  Addresses above 2^47 are never
+   ours.
+
+   Entries are written with release (after the region's metadata or
+   the large block's header is complete) and read with acquire.  A
+   region's entry is written once; a large mapping's entry is cleared
+   before the mapping is unmapped, so a double free of it finds
+   nothing and goes to libc rather than to a stale header.  */
+
+#include <config.h>
+
+#include "kp_internal.h"
+
+#define KP_VA_BITS 47
+#define KP_RADIX_ENTRIES ((size_t) 1 << (KP_VA_BITS - KP_REGION_SHIFT))
+
+static _Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES];
+
+int
+kp_radix_lookup (uintptr_t addr)
+{
+  uintptr_t i = addr >> KP_REGION_SHIFT;
+  if (i >= KP_RADIX_ENTRIES)
+    return KP_RADIX_NONE;
+  return atomic_load_explicit (&kp_radix[i], memory_order_acquire);
+}
+
+void
+kp_radix_set (uintptr_t region_base, int kind)
+{
+  uintptr_t i = region_base >> KP_REGION_SHIFT;
+  KP_CHECK (i < KP_RADIX_ENTRIES);
+  atomic_store_explicit (&kp_radix[i], (uint8_t) kind, memory_order_release);
+}

@@ -1,0 +1,188 @@
+/* region.c -- 32 MiB regions and the claiming of unit runs in them.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   A region is mapped once, 32 MiB-aligned, and never unmapped.  Unit 0
+   holds the kp_region_t; units 1..127 are data.  Regions sit on one
+   push-only list (no removal, hence no ABA and no reclamation).
+
+   The claim protocol (model: testsuite/kamepool.model/claim.pml):
+     claim    load claim[w] relaxed; pick a free run at a position that
+              is a multiple of its length; CAS it in with acquire (so the
+              winner sees the previous releaser's metadata reset); ONLY
+              THEN write back[base + i] = i, relaxed.  Writing the
+              back-offsets before the CAS let a loser with another stride
+              overwrite a winner's entries: the historical
+              double-allocation race of the design notes (§6).
+     release  reset the descriptor and back[] (relaxed), return the
+              pages, then clear the claim bits with a release fetch_and:
+              that is the point from which the units may be claimed
+              again, and it publishes the reset to the next claimer.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kp_internal.h"
+
+static kp_region_t *_Atomic kp_regions;         /* list head: release push, acquire walk */
+static _Atomic (size_t) kp_nregions;            /* regions mapped, relaxed */
+_Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = none */
+_Atomic (int) kp_thp_advice;                    /* advise new regions MADV_HUGEPAGE */
+
+kp_region_t *
+kp_region_first (void)
+{
+  return atomic_load_explicit (&kp_regions, memory_order_acquire);
+}
+
+size_t
+kp_region_count (void)
+{
+  return atomic_load_explicit (&kp_nregions, memory_order_relaxed);
+}
+
+/* Map and publish a new region; NULL when the cap is reached or the
+   kernel refuses.  Several threads may create regions at once: each
+   then claims from whichever region it finds first.  */
+static kp_region_t *
+kp_region_new (void)
+{
+  size_t cap = atomic_load_explicit (&kp_max_bytes, memory_order_relaxed);
+  size_t n = atomic_fetch_add_explicit (&kp_nregions, 1, memory_order_relaxed);
+  if (cap != 0 && (n + 1) > cap / KP_REGION_SIZE)
+    {
+      atomic_fetch_sub_explicit (&kp_nregions, 1, memory_order_relaxed);
+      return NULL;
+    }
+  kp_region_t *r = kp_os_map_aligned (KP_REGION_SIZE, KP_REGION_SIZE);
+  if (r == NULL)
+    {
+      atomic_fetch_sub_explicit (&kp_nregions, 1, memory_order_relaxed);
+      return NULL;
+    }
+  /* The mapping is zero-filled: back[], abandoned[] and the descriptor
+     fields start at 0.  Unit 0 is claimed for the metadata, and every
+     descriptor starts DEAD (owned bit set, no owner).  */
+  atomic_init (&r->claim[0], 1);
+  for (unsigned u = 0; u < KP_UNITS; u++)
+    atomic_init (&r->desc[u].xthread_free, KP_TF_OWNED);
+  atomic_init (&r->has_free, 1);
+  r->index = (uint32_t) n;
+#if HAVE_DECL_MADV_HUGEPAGE
+  if (atomic_load_explicit (&kp_thp_advice, memory_order_relaxed))
+    {
+      int saved = errno;
+      /* Data units only: the metadata unit is touched sparsely.  */
+      madvise ((char *) r + KP_UNIT_SIZE, KP_REGION_SIZE - KP_UNIT_SIZE,
+               MADV_HUGEPAGE);
+      errno = saved;
+    }
+#endif
+  /* The radix entry first, then the list: a thread that finds the
+     region on the list may hand out blocks whose free needs the entry.  */
+  kp_radix_set ((uintptr_t) r, KP_RADIX_POOL);
+  kp_region_t *head = atomic_load_explicit (&kp_regions, memory_order_relaxed);
+  do
+    atomic_store_explicit (&r->next, head, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit (&kp_regions, &head, r,
+                                                 memory_order_release,
+                                                 memory_order_relaxed));
+  return r;
+}
+
+static inline uint64_t
+kp_run_mask (unsigned units)
+{
+  return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
+}
+
+/* Try to claim UNITS units in R; the descriptor of the run, or NULL.  */
+static kp_chunk_t *
+kp_region_try_claim (kp_region_t *r, unsigned units)
+{
+  uint64_t run = kp_run_mask (units);
+  for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+    {
+      uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
+    rescan:
+      if (v == ~(uint64_t) 0)
+        continue;
+      for (unsigned k = 0; k + units <= 64; k += units)
+        if (((v >> k) & run) == 0)
+          {
+            if (!atomic_compare_exchange_strong_explicit
+                (&r->claim[w], &v, v | (run << k),
+                 memory_order_acquire, memory_order_relaxed))
+              goto rescan;      /* v now holds the current word */
+            unsigned base = w * 64 + k;
+            /* Won: now, and only now, publish the back-offsets.  */
+            for (unsigned i = 0; i < units; i++)
+              atomic_store_explicit (&r->back[base + i], (uint8_t) i,
+                                     memory_order_relaxed);
+            return &r->desc[base];
+          }
+    }
+  return NULL;
+}
+
+/* Claim a run of UNITS (1..KP_MAX_UNITS) units from any region, mapping
+   a new region when every existing one is full.  When a crowd of
+   threads swarms a fresh region and takes it all, a thread maps
+   another and retries instead of failing.  NULL only when the cap is
+   reached or the kernel refuses memory.  */
+kp_chunk_t *
+kp_units_claim (unsigned units)
+{
+  KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
+  for (;;)
+    {
+      for (kp_region_t *r = kp_region_first (); r != NULL;
+           r = atomic_load_explicit (&r->next, memory_order_acquire))
+        {
+          if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
+            continue;
+          kp_chunk_t *c = kp_region_try_claim (r, units);
+          if (c != NULL)
+            return c;
+          /* Clear the hint, then look once more, so that a release
+             racing with this scan cannot leave a region with free
+             units marked full forever.  */
+          atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
+          c = kp_region_try_claim (r, units);
+          if (c != NULL)
+            {
+              atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
+              return c;
+            }
+        }
+      if (kp_region_new () == NULL)
+        return NULL;
+    }
+}
+
+/* Release chunk C's units.  The caller holds C exclusively (its owned
+   bit, or the only block of a dedicated chunk).  DISCARD returns the
+   data pages to the kernel first.  */
+void
+kp_units_release (kp_chunk_t *c, bool discard)
+{
+  kp_region_t *r = kp_region_of (c);
+  unsigned base = kp_chunk_base_unit (c);
+  unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
+  KP_ASSERT (base >= 1 && units >= 1 && base + units <= KP_UNITS);
+  atomic_store_explicit (&c->kind, KP_KIND_NONE, memory_order_relaxed);
+  for (unsigned i = 0; i < units; i++)
+    atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
+  if (discard)
+    kp_os_discard (kp_chunk_data (c), (size_t) units << KP_UNIT_SHIFT);
+  /* Last: from here on the units may be claimed again.  */
+  atomic_fetch_and_explicit (&r->claim[base / 64],
+                             ~(kp_run_mask (units) << (base % 64)),
+                             memory_order_release);
+  atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
+}

@@ -133,7 +133,8 @@ main (int argc, char **argv)
   free (w);
   free (tid);
   printf ("RESULT bench=falseshare mode=%s threads=%zu size=%zu rounds=%zu"
-          " writes=%zu seconds=%.4g\n", apart ? "apart" : active ? "active" : "passive",
+          " writes=%zu seconds=%.4g\n",
+          apart ? "apart" : active ? "active" : "passive",
           threads, size, rounds, writes, elapsed);
   return 0;
 }

@@ -132,7 +132,7 @@ main (int argc, char **argv)
   pthread_t tp, tc;
   const struct kb_opt opts[] = {
     { "size", KB_SIZE, &size, "block size in bytes (default 64)" },
-    { "ring", KB_SIZE, &ring_len, "ring slots, a power of two (default 1024)" },
+    { "ring", KB_SIZE, &ring_len, "ring slots, a power of two (1024)" },
     { "seconds", KB_DOUBLE, &seconds, "time to run (default 0.5)" },
     { "quick", KB_FLAG, &quick, "smoke run: 0.05 seconds" },
     { NULL, KB_FLAG, NULL, NULL }

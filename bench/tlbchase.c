@@ -34,7 +34,7 @@ main (int argc, char **argv)
     { "node", KB_SIZE, &node_size, "node size (default 64)" },
     { "hops", KB_SIZE, &hops, "hops to time (default 5000000)" },
     { "seed", KB_SIZE, &seed, "random seed (default 1)" },
-    { "quick", KB_FLAG, &quick, "smoke run: 32 MiB, 2000000 hops" },
+    { "quick", KB_FLAG, &quick, "smoke run: 16 MiB, 1000000 hops" },
     { NULL, KB_FLAG, NULL, NULL }
   };
 
@@ -42,8 +42,8 @@ main (int argc, char **argv)
             " prints ns_per_hop.", opts);
   if (quick)
     {
-      bytes = (size_t) 32 << 20;
-      hops = 2000000;
+      bytes = (size_t) 16 << 20;
+      hops = 1000000;
     }
   kb_require (argv[0], node_size >= sizeof (struct node)
               && node_size <= 65536,

@@ -201,6 +201,25 @@ KT_TEST (zero_size_with_alignment_above_a_unit_gets_a_usable_block)
     }
 }
 
+/* No alignment is too big for the pool: above the sweep too the block
+   is the pool's own mapping (usable size not 0), not the C library's.  */
+KT_TEST (alignment_of_32_mib_and_more_gets_a_pool_mapping)
+{
+  for (size_t a = 32 * MIB; a <= 256 * MIB; a *= 2)
+    {
+      unsigned char *p = kame_pool_aligned_alloc (a, 100);
+      KT_CHECK (p != NULL);
+      KT_CHECK_EQ ((uintptr_t) p % a, 0);
+      size_t u = kame_pool_malloc_usable_size (p);
+      if (u < 100)
+        KT_FAILF ("aligned_alloc (%zu, 100) = %p has usable size %zu", a,
+                  (void *) p, u);
+      p[0] = 1;
+      p[99] = 2;
+      kame_pool_free (p);
+    }
+}
+
 KT_TEST (aligned_alloc_rejects_a_non_power_of_two_with_einval)
 {
   const size_t bad[] = { 0, 3, 5, 24, 48, 100, 4097, 3 * MIB,
@@ -317,6 +336,7 @@ KT_MAIN (KT_CASE (aligned_alloc_8_b_to_16_mib_gives_the_contract_block),
          KT_CASE (posix_memalign_8_b_to_16_mib_gives_the_contract_block),
          KT_CASE (aligned_alloc_many_live_blocks_keep_alignment),
          KT_CASE (zero_size_with_alignment_above_a_unit_gets_a_usable_block),
+         KT_CASE (alignment_of_32_mib_and_more_gets_a_pool_mapping),
          KT_CASE (aligned_alloc_rejects_a_non_power_of_two_with_einval),
          KT_CASE (aligned_alloc_near_size_max_fails_with_enomem),
          KT_CASE (posix_memalign_einval_leaves_memptr_and_errno),

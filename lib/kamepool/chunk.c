@@ -46,6 +46,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   c->bump = data;
   c->limit = data + (size_t) c->capacity * size;
   c->next = c->prev = NULL;
+  c->fostered = false;
   c->orig_heap = h;
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
@@ -167,13 +168,13 @@ kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h)
 
 /* C's owner, with used == 0, releases it.  */
 void
-kp_chunk_release (kp_chunk_t *c, bool discard)
+kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
 {
   KP_ASSERT (c->used == 0);
   atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
   atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
   kp_hint_take (c);
-  kp_units_release (c, discard);
+  kp_units_release (c, pages);
 }
 
 /* An owner free brought C's used count to 0.  The active chunk of a
@@ -186,12 +187,18 @@ kp_chunk_retire (kp_chunk_t *c)
   if (kp_tc.active[cls] == c)
     return;
   kp_partial_remove (kp_tc.heap, c);
-  kp_chunk_release (c, true);
+  kp_chunk_release (c, KP_PAGES_LAZY);
 }
 
+/* How many chunks of classes it does not allocate from a heap may take
+   over through frees.  Keeping such a chunk makes this thread's later
+   frees into it plain owner frees (a consumer freeing what a producer
+   filled); the bound caps what an idle thread can hold on to.  */
+#define KP_FOSTER_MAX 8
+
 /* We have just set the OWNED bit of C, which had no owner.  Collect,
-   then release it if empty, keep it if this thread uses the class, or
-   abandon it again.  */
+   then release it if empty, keep it if this thread uses the class or
+   may foster one more, or abandon it again.  */
 static void
 kp_abandoned_collect (kp_chunk_t *c)
 {
@@ -201,16 +208,25 @@ kp_abandoned_collect (kp_chunk_t *c)
       kp_chunk_collect (c);
       if (c->used == 0)
         {
-          kp_chunk_release (c, true);
+          kp_chunk_release (c, KP_PAGES_LAZY);
           return;
         }
       unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-      if (kp_heap_live (h)
-          && (c->orig_heap == h || kp_tc.active[cls] != &kp_empty_chunk))
+      if (kp_heap_live (h))
         {
-          atomic_store_explicit (&c->owner, h, memory_order_relaxed);
-          kp_partial_push (h, c);
-          return;
+          bool uses = c->orig_heap == h
+                      || kp_tc.active[cls] != &kp_empty_chunk;
+          if (uses || h->fostered < KP_FOSTER_MAX)
+            {
+              atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+              kp_partial_push (h, c);
+              if (!uses)
+                {
+                  c->fostered = true;
+                  h->fostered++;
+                }
+              return;
+            }
         }
       bool space = kp_chunk_has_space (c);
       uintptr_t expected = KP_TF_OWNED;

@@ -98,6 +98,11 @@ kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
   if (c->next != NULL)
     c->next->prev = c->prev;
   c->next = c->prev = NULL;
+  if (c->fostered)
+    {
+      c->fostered = false;
+      h->fostered--;
+    }
 }
 
 static kp_chunk_t *
@@ -111,14 +116,14 @@ kp_partial_pop (kp_heap_t *h, unsigned cls)
 
 /* Hand over or release chunk C of an exiting thread.  */
 static void
-kp_thread_exit_chunk (kp_heap_t *h, kp_chunk_t *c, bool discard)
+kp_thread_exit_chunk (kp_heap_t *h, kp_chunk_t *c, enum kp_release_pages pages)
 {
   for (;;)
     {
       kp_chunk_collect (c);
       if (c->used == 0)
         {
-          kp_chunk_release (c, discard);
+          kp_chunk_release (c, pages);
           return;
         }
       if (kp_chunk_abandon (c, h))
@@ -135,16 +140,17 @@ kp_thread_exit (void *arg)
   kp_heap_t *h = arg;
   if (h != kp_tc.heap || !kp_heap_live (h))
     return;
-  bool discard = atomic_load_explicit (&kp_thread_exit_reclaim,
-                                       memory_order_relaxed) != 0;
+  enum kp_release_pages pages
+    = atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed)
+      ? KP_PAGES_DISCARD : KP_PAGES_KEEP;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_chunk_t *c = kp_tc.active[cls];
       kp_tc.active[cls] = &kp_empty_chunk;
       if (c != &kp_empty_chunk)
-        kp_thread_exit_chunk (h, c, discard);
+        kp_thread_exit_chunk (h, c, pages);
       while ((c = kp_partial_pop (h, cls)) != NULL)
-        kp_thread_exit_chunk (h, c, discard);
+        kp_thread_exit_chunk (h, c, pages);
     }
   kp_tc.heap = &kp_heap_dead;
   atomic_store_explicit (&h->in_use, 0, memory_order_release);

@@ -129,6 +129,7 @@ typedef struct kp_chunk
   char *bump;                   /* next never-used byte (lazy carving) */
   char *limit;                  /* end of the chunk's data */
   struct kp_chunk *next, *prev; /* the owner heap's partial list */
+  bool fostered;                /* taken over by a free, class not in use */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
      read relaxed by any freer, who only compares it with its own heap.  */
   _Atomic (kp_heap_t *) owner;
@@ -158,6 +159,10 @@ typedef struct kp_region
      Set by fetch_or (release) when abandoning, cleared by the adopter's
      CAS (acquire); correctness comes from the owned bit alone.  */
   _Atomic (uint64_t) abandoned[KP_CLAIM_WORDS];
+  /* Free units whose pages were kept resident (see kp_units_release):
+     set by fetch_or before the release of the claim bits, cleared by
+     the claim winner's fetch_and.  Relaxed; the count is a budget.  */
+  _Atomic (uint64_t) dirty[KP_CLAIM_WORDS];
   /* Distance from unit u back to its chunk's first unit.  Written
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */
@@ -177,6 +182,7 @@ typedef struct kp_region
 struct kp_heap
 {
   kp_chunk_t *partial[KP_NCLASS];   /* owned, not active, with free space */
+  unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   uint8_t numa_node;
   struct kp_heap *pool_next;    /* immutable once published */
@@ -267,8 +273,16 @@ kp_chunk_of (const void *p)
   return &r->desc[u - back];
 }
 
+/* What kp_units_release does with the pages of the released units.  */
+enum kp_release_pages
+{
+  KP_PAGES_KEEP,                /* keep them resident */
+  KP_PAGES_LAZY,                /* keep them while the dirty budget allows */
+  KP_PAGES_DISCARD              /* return them to the kernel now */
+};
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units);
-KP_HIDDEN void kp_units_release (kp_chunk_t *c, bool discard);
+KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
+KP_HIDDEN size_t kp_dirty_units (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
 KP_HIDDEN extern _Atomic (int) kp_thp_advice;
 KP_HIDDEN size_t kp_region_count (void);
@@ -279,7 +293,7 @@ KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
 KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
-KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, bool discard);
+KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);

@@ -54,6 +54,7 @@ kp_dedicated_alloc (size_t n)
   c->capacity = 1;
   c->bump = c->limit = NULL;
   c->next = c->prev = NULL;
+  c->fostered = false;
   c->orig_heap = NULL;
   atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
                          memory_order_relaxed);
@@ -73,7 +74,7 @@ kp_dedicated_free (kp_chunk_t *c, void *p)
       kp_report ("invalid free (inside a large block):", p);
       return;
     }
-  kp_units_release (c, true);
+  kp_units_release (c, KP_PAGES_LAZY);
 }
 
 static void *
@@ -81,6 +82,8 @@ kp_mapping_alloc (size_t n, size_t align)
 {
   size_t page = kp_os_page_size ();
   size_t offset = align > page ? align : page;
+  if (n == 0)
+    n = 1;                      /* a unique block needs at least a byte */
   if (n > PTRDIFF_MAX - offset - page)
     {
       errno = ENOMEM;

@@ -34,6 +34,20 @@ static _Atomic (size_t) kp_nregions;            /* regions mapped, relaxed */
 _Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = none */
 _Atomic (int) kp_thp_advice;                    /* advise new regions MADV_HUGEPAGE */
 
+/* Released units whose pages are still resident, over all regions.  A
+   chunk released and soon claimed again (a producer/consumer pair, a
+   loop over a dedicated size) then costs no madvise and no page
+   faults; past the budget, released pages go back to the kernel at
+   once.  Relaxed: an approximate count is enough for a budget.  */
+#define KP_DIRTY_BUDGET_UNITS 32        /* 8 MiB */
+static _Atomic (size_t) kp_dirty_count;
+
+size_t
+kp_dirty_units (void)
+{
+  return atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
+}
+
 kp_region_t *
 kp_region_first (void)
 {
@@ -124,6 +138,13 @@ kp_region_try_claim (kp_region_t *r, unsigned units)
             for (unsigned i = 0; i < units; i++)
               atomic_store_explicit (&r->back[base + i], (uint8_t) i,
                                      memory_order_relaxed);
+            uint64_t was = atomic_fetch_and_explicit (&r->dirty[w],
+                                                      ~(run << k),
+                                                      memory_order_relaxed);
+            unsigned cleaned = (unsigned) __builtin_popcountll (was & (run << k));
+            if (cleaned != 0)
+              atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
+                                         memory_order_relaxed);
             return &r->desc[base];
           }
     }
@@ -166,10 +187,10 @@ kp_units_claim (unsigned units)
 }
 
 /* Release chunk C's units.  The caller holds C exclusively (its owned
-   bit, or the only block of a dedicated chunk).  DISCARD returns the
-   data pages to the kernel first.  */
+   bit, or the only block of a dedicated chunk).  PAGES says whether the
+   data pages go back to the kernel first.  */
 void
-kp_units_release (kp_chunk_t *c, bool discard)
+kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
 {
   kp_region_t *r = kp_region_of (c);
   unsigned base = kp_chunk_base_unit (c);
@@ -178,8 +199,19 @@ kp_units_release (kp_chunk_t *c, bool discard)
   atomic_store_explicit (&c->kind, KP_KIND_NONE, memory_order_relaxed);
   for (unsigned i = 0; i < units; i++)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
-  if (discard)
+  if (pages == KP_PAGES_LAZY
+      && atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
+         + units > KP_DIRTY_BUDGET_UNITS)
+    pages = KP_PAGES_DISCARD;
+  if (pages == KP_PAGES_DISCARD)
     kp_os_discard (kp_chunk_data (c), (size_t) units << KP_UNIT_SHIFT);
+  else
+    {
+      atomic_fetch_add_explicit (&kp_dirty_count, units, memory_order_relaxed);
+      atomic_fetch_or_explicit (&r->dirty[base / 64],
+                                kp_run_mask (units) << (base % 64),
+                                memory_order_relaxed);
+    }
   /* Last: from here on the units may be claimed again.  */
   atomic_fetch_and_explicit (&r->claim[base / 64],
                              ~(kp_run_mask (units) << (base % 64)),

@@ -19,14 +19,16 @@ kp_free_cold (void *p)
 {
   if (p == NULL)
     return;
-  switch (kp_radix_lookup ((uintptr_t) p))
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  switch (kind)
     {
     case KP_RADIX_POOL:
       kp_tc.last_region = (uintptr_t) kp_region_of (p);
       kp_free (p);
       return;
     case KP_RADIX_LARGE:
-      kp_large_free (p);
+    case KP_RADIX_LARGE_PREV:
+      kp_large_free (p, kind);
       return;
     default:
       kp_libc_free (p);         /* not ours: from libc or before we loaded */
@@ -39,7 +41,8 @@ kp_usable_size (const void *p)
 {
   if (p == NULL)
     return 0;
-  switch (kp_radix_lookup ((uintptr_t) p))
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  switch (kind)
     {
     case KP_RADIX_POOL:
       {
@@ -58,7 +61,8 @@ kp_usable_size (const void *p)
           }
       }
     case KP_RADIX_LARGE:
-      return kp_large_usable (p);
+    case KP_RADIX_LARGE_PREV:
+      return kp_large_usable (p, kind);
     default:
       return 0;
     }
@@ -67,12 +71,14 @@ kp_usable_size (const void *p)
 bool
 kp_owns (const void *p)
 {
-  switch (kp_radix_lookup ((uintptr_t) p))
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  switch (kind)
     {
     case KP_RADIX_POOL:
       return true;
     case KP_RADIX_LARGE:
-      return kp_large_owns (p);
+    case KP_RADIX_LARGE_PREV:
+      return kp_large_owns (p, kind);
     default:
       return false;
     }

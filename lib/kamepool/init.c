@@ -15,6 +15,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,15 +23,36 @@
 
 #include "kp_internal.h"
 
-#ifndef HAVE___LIBC_MALLOC
-# error "libkamepool needs the C library's __libc_malloc family (glibc)"
-#endif
-
+#if KP_INTERPOSE
+/* We are malloc: the fallback is the C library's own allocator, under
+   its internal names.  */
+# ifndef HAVE___LIBC_MALLOC
+#  error "the malloc interposition needs glibc's __libc_malloc family; configure --disable-interpose"
+# endif
 extern void *__libc_malloc (size_t);
 extern void *__libc_calloc (size_t, size_t);
 extern void *__libc_realloc (void *, size_t);
 extern void *__libc_memalign (size_t, size_t);
 extern void __libc_free (void *);
+# define KP_LIBC(name) __libc_##name
+#else
+/* Not interposing (a sanitizer build, say): malloc is whoever provides
+   it, and its free must see every fallback block.  */
+# define KP_LIBC(name) name
+static void *
+memalign_via_posix (size_t align, size_t n)
+{
+  void *p;
+  int err = posix_memalign (&p, align < sizeof (void *) ? sizeof (void *)
+                                                         : align, n);
+  if (err != 0)
+    {
+      errno = err;
+      return NULL;
+    }
+  return p;
+}
+#endif
 
 _Atomic (int) kp_init_state;
 static _Atomic (int) kp_stats_at_exit;
@@ -38,31 +60,35 @@ static _Atomic (int) kp_stats_at_exit;
 void *
 kp_libc_malloc (size_t n)
 {
-  return __libc_malloc (n);
+  return KP_LIBC (malloc) (n);
 }
 
 void *
 kp_libc_calloc (size_t n, size_t m)
 {
-  return __libc_calloc (n, m);
+  return KP_LIBC (calloc) (n, m);
 }
 
 void *
 kp_libc_realloc (void *p, size_t n)
 {
-  return __libc_realloc (p, n);
+  return KP_LIBC (realloc) (p, n);
 }
 
 void *
 kp_libc_memalign (size_t align, size_t n)
 {
+#if KP_INTERPOSE
   return __libc_memalign (align, n);
+#else
+  return memalign_via_posix (align, n);
+#endif
 }
 
 void
 kp_libc_free (void *p)
 {
-  __libc_free (p);
+  KP_LIBC (free) (p);
 }
 
 /* glibc has no __libc_malloc_usable_size; find the next definition of
@@ -70,6 +96,9 @@ kp_libc_free (void *p)
 size_t
 kp_libc_usable_size (void *p)
 {
+#if !KP_INTERPOSE
+  return malloc_usable_size (p);
+#endif
   typedef size_t (*usable_fn) (void *);
   static _Atomic (usable_fn) next;
   usable_fn f = atomic_load_explicit (&next, memory_order_acquire);

@@ -228,7 +228,9 @@ enum kp_radix_kind
 {
   KP_RADIX_NONE = 0,            /* not ours: libc, stack, bootstrap */
   KP_RADIX_POOL = 1,            /* a pool region */
-  KP_RADIX_LARGE = 2            /* the head of a large or huge mapping */
+  KP_RADIX_LARGE = 2,           /* the head of a large or huge mapping */
+  KP_RADIX_LARGE_PREV = 3       /* a block aligned to 32 MiB or more starts
+                                   here; its header is the page before */
 };
 KP_HIDDEN int kp_radix_lookup (uintptr_t addr);
 KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
@@ -321,9 +323,9 @@ KP_HIDDEN extern _Atomic (size_t) kp_max_bytes;  /* region cap; 0 = none */
 /* ---- Large blocks (large.c) -------------------------------------------- */
 
 KP_HIDDEN void *kp_malloc_large (size_t n, size_t align);
-KP_HIDDEN void kp_large_free (void *p);
-KP_HIDDEN size_t kp_large_usable (const void *p);
-KP_HIDDEN bool kp_large_owns (const void *p);
+KP_HIDDEN void kp_large_free (void *p, int kind);
+KP_HIDDEN size_t kp_large_usable (const void *p, int kind);
+KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_count;
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_bytes;

@@ -6,11 +6,12 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   This is the simple, replaceable version: every free returns the
-   memory to the kernel.  A recycle cache comes with the large-tier
-   work.  A mapping starts 32 MiB-aligned with a header page; the block
-   is at offset max(page, alignment), inside the first 32 MiB, whose
-   radix entry says LARGE.  A mapping smaller than 32 MiB does not own
+   This is the simple, replaceable version: every free of a mapping
+   returns the memory to the kernel; a recycle cache comes with the
+   large-tier work.  A mapping starts 32 MiB-aligned with a header
+   page; the block is at offset max(page, alignment), inside the first
+   32 MiB, whose radix entry says LARGE.  A block aligned to 32 MiB or
+   more starts a region itself; its header is the page before it.  A mapping smaller than 32 MiB does not own
    the rest of its 32 MiB slot, so every lookup checks the header and
    the exact block address before it trusts the entry.  */
 
@@ -27,8 +28,9 @@ typedef struct kp_large_header
 {
   uint64_t magic;
   size_t size;                  /* requested bytes */
-  size_t map_size;              /* bytes mapped, from the header */
-  size_t offset;                /* block address - mapping address */
+  char *map_base;               /* the mapping */
+  size_t map_size;
+  char *block;                  /* the block handed out */
 } kp_large_header_t;
 
 _Atomic (size_t) kp_stat_large_count;  /* relaxed counters */
@@ -78,6 +80,24 @@ kp_dedicated_free (kp_chunk_t *c, void *p)
 }
 
 static void *
+kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
+                    size_t map_size, char *block, int kind)
+{
+  hdr->magic = KP_LARGE_MAGIC;
+  hdr->size = n;
+  hdr->map_base = map_base;
+  hdr->map_size = map_size;
+  hdr->block = block;
+  atomic_fetch_add_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_stat_large_bytes, map_size,
+                             memory_order_relaxed);
+  kp_radix_set ((uintptr_t) kp_region_of (block), kind);
+  return block;
+}
+
+/* A mapping of its own, 32 MiB-aligned, header page first, the block
+   at offset max(page, ALIGN) with ALIGN below 32 MiB.  */
+static void *
 kp_mapping_alloc (size_t n, size_t align)
 {
   size_t page = kp_os_page_size ();
@@ -96,25 +116,53 @@ kp_mapping_alloc (size_t n, size_t align)
       errno = ENOMEM;
       return NULL;
     }
-  kp_large_header_t *hdr = (kp_large_header_t *) base;
-  hdr->magic = KP_LARGE_MAGIC;
-  hdr->size = n;
-  hdr->map_size = map_size;
-  hdr->offset = offset;
-  atomic_fetch_add_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit (&kp_stat_large_bytes, map_size,
-                             memory_order_relaxed);
-  kp_radix_set ((uintptr_t) base, KP_RADIX_LARGE);
-  return base + offset;
+  return kp_mapping_publish ((kp_large_header_t *) base, n, base, map_size,
+                             base + offset, KP_RADIX_LARGE);
 }
 
-/* The header of the mapping whose block is P, or NULL if P is not one.  */
-static kp_large_header_t *
-kp_large_header (const void *p)
+/* A block aligned to ALIGN >= 32 MiB: it starts a region of its own,
+   so its header is the page just before it, and the region's radix
+   entry says so (KP_RADIX_LARGE_PREV).  */
+static void *
+kp_mapping_alloc_huge_align (size_t n, size_t align)
 {
-  kp_large_header_t *hdr = (kp_large_header_t *) kp_region_of (p);
-  if (hdr->magic != KP_LARGE_MAGIC
-      || (const char *) hdr + hdr->offset != (const char *) p)
+  size_t page = kp_os_page_size ();
+  if (n == 0)
+    n = 1;
+  if (n > PTRDIFF_MAX - page || align > PTRDIFF_MAX - page - n)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  size_t map_size = page + kp_round_up (n, page);
+  /* Map the header page and the block at an ALIGN boundary, plus
+     slack, then trim the slack.  */
+  char *base = kp_os_map_aligned (map_size + align, page);
+  if (base == NULL)
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  char *block = (char *) kp_round_up ((uintptr_t) base + page, align);
+  char *head = block - page;
+  if (head > base)
+    kp_os_unmap (base, (size_t) (head - base));
+  char *end = base + map_size + align;
+  if (end > head + map_size)
+    kp_os_unmap (head + map_size, (size_t) (end - (head + map_size)));
+  return kp_mapping_publish ((kp_large_header_t *) head, n, head, map_size,
+                             block, KP_RADIX_LARGE_PREV);
+}
+
+/* The header of the mapping whose block is P, or NULL if P is not one.
+   KIND is P's radix entry.  */
+static kp_large_header_t *
+kp_large_header (const void *p, int kind)
+{
+  char *region = (char *) kp_region_of (p);
+  kp_large_header_t *hdr = (kp_large_header_t *)
+    (kind == KP_RADIX_LARGE_PREV ? region - kp_os_page_size () : region);
+  if (hdr->magic != KP_LARGE_MAGIC || hdr->block != (const char *) p)
     return NULL;
   return hdr;
 }
@@ -143,41 +191,43 @@ kp_malloc_large (size_t n, size_t align)
                                   : kp_libc_malloc (n);
     }
   if (align >= KP_REGION_SIZE)
-    return kp_libc_memalign (align, n);
+    return kp_mapping_alloc_huge_align (n, align);
   return kp_mapping_alloc (n, align);
 }
 
 /* Free P, whose region's radix entry is LARGE.  Anything else that
    happens to lie in that 32 MiB slot is not ours: libc's.  */
 void
-kp_large_free (void *p)
+kp_large_free (void *p, int kind)
 {
-  kp_large_header_t *hdr = kp_large_header (p);
+  kp_large_header_t *hdr = kp_large_header (p, kind);
   if (hdr == NULL)
     {
       kp_libc_free (p);
       return;
     }
   size_t map_size = hdr->map_size;
+  char *map_base = hdr->map_base;
   atomic_fetch_sub_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit (&kp_stat_large_bytes, map_size,
                              memory_order_relaxed);
   hdr->magic = 0;
   /* The entry goes first, so a double free finds nothing of ours.  */
-  kp_radix_set ((uintptr_t) hdr, KP_RADIX_NONE);
-  kp_os_unmap (hdr, map_size);
+  kp_radix_set ((uintptr_t) kp_region_of (p), KP_RADIX_NONE);
+  kp_os_unmap (map_base, map_size);
 }
 
 /* Usable bytes of P, 0 when P is not the block of a large mapping.  */
 size_t
-kp_large_usable (const void *p)
+kp_large_usable (const void *p, int kind)
 {
-  kp_large_header_t *hdr = kp_large_header (p);
-  return hdr != NULL ? hdr->map_size - hdr->offset : 0;
+  kp_large_header_t *hdr = kp_large_header (p, kind);
+  return hdr != NULL ? (size_t) (hdr->map_base + hdr->map_size - hdr->block)
+                     : 0;
 }
 
 bool
-kp_large_owns (const void *p)
+kp_large_owns (const void *p, int kind)
 {
-  return kp_large_header (p) != NULL;
+  return kp_large_header (p, kind) != NULL;
 }

@@ -5,6 +5,7 @@ dist_doc_DATA += doc/kamepool-design.md doc/kamepool-model.md \
 	doc/bench-size-sweep.svg
 examplesdir = $(docdir)/examples
 dist_examples_DATA = doc/examples/hand_example.c doc/examples/kamepool_demo.c
+EXTRA_DIST += doc/examples/install-and-demo.sh
 
 ## The examples are built and run by "make check" against the build
 ## tree, so that the README's demonstration cannot rot.

@@ -79,6 +79,19 @@ extern KAME_POOL_API int kame_pool_get_thread_exit_reclaim (void);
 
 extern KAME_POOL_API void kame_pool_get_stats (kame_pool_stats_t *stats);
 
+/* Transparent-hugepage advice for the data of the pool's regions:
+   leave it to the kernel's mode, MADV_HUGEPAGE, or MADV_NOHUGEPAGE.  */
+#define KAME_THP_SYSTEM 0
+#define KAME_THP_ALWAYS 1
+#define KAME_THP_NEVER 2
+extern KAME_POOL_API size_t kame_pool_set_thp_policy (int policy);
+extern KAME_POOL_API int kame_pool_get_thp_policy (void);
+
+/* Regions per NUMA node: fills REGIONS_PER_NODE[0..N-1], returns the
+   number of nodes the pool tells apart (1 without NUMA placement).  */
+extern KAME_POOL_API size_t kame_pool_get_numa_stats (size_t *regions_per_node,
+                                                      size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -167,8 +167,11 @@ typedef struct kp_region
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */
   _Atomic (uint8_t) back[KP_UNITS];
-  /* Push-only region list (release push, acquire walk).  */
+  /* Push-only list of all regions (release push, acquire walk).  */
   struct kp_region *_Atomic next;
+  /* Push-only list of the regions of node numa_node, same orders; the
+     claim walks it (region.c).  */
+  struct kp_region *_Atomic node_next;
   /* Hint: a claim may succeed here.  Relaxed.  */
   _Atomic (uint8_t) has_free;
   uint8_t numa_node;
@@ -286,8 +289,19 @@ KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN size_t kp_dirty_units (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
-KP_HIDDEN extern _Atomic (int) kp_thp_advice;
 KP_HIDDEN size_t kp_region_count (void);
+
+/* ---- Transparent-hugepage advice (policy.c) ---------------------------- */
+
+KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_THP_* value */
+KP_HIDDEN size_t kp_thp_advise_region (kp_region_t *r, int policy);
+
+/* ---- NUMA placement (numa.c) ------------------------------------------- */
+
+#define KP_MAX_NODES 16                 /* region lists; more nodes fold */
+KP_HIDDEN unsigned kp_numa_nodes (void);        /* lists in use, >= 1 */
+KP_HIDDEN unsigned kp_numa_thread_node (void);  /* < kp_numa_nodes () */
+KP_HIDDEN void kp_numa_bind (void *p, size_t len, unsigned node);
 
 /* ---- Chunks (chunk.c) -------------------------------------------------- */
 

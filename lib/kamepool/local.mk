@@ -15,6 +15,8 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/large.c \
 	lib/kamepool/alloc.c \
 	lib/kamepool/stats.c \
+	lib/kamepool/policy.c \
+	lib/kamepool/numa.c \
 	lib/kamepool/api.c \
 	lib/kamepool/init.c
 if KP_INTERPOSE

@@ -5,8 +5,11 @@
    version 2.1 or later; see COPYING.
 
    A region is mapped once, 32 MiB-aligned, and never unmapped.  Unit 0
-   holds the kp_region_t; units 1..127 are data.  Regions sit on one
-   push-only list (no removal, hence no ABA and no reclamation).
+   holds the kp_region_t; units 1..127 are data.  Each region belongs
+   to a NUMA node (numa.c; node 0 when placement is off) and sits on two
+   push-only lists: the list of all regions, which the statistics and
+   the adoption of abandoned chunks walk, and its node's list, which the
+   claim walks.  No removal, hence no ABA and no reclamation.
 
    The claim protocol (model: testsuite/kamepool.model/claim.pml):
      claim    load claim[w] relaxed; pick a free run at a position that
@@ -30,9 +33,10 @@
 #include "kp_internal.h"
 
 static kp_region_t *_Atomic kp_regions;         /* list head: release push, acquire walk */
+/* Per-node list heads, same orders.  */
+static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
 static _Atomic (size_t) kp_nregions;            /* regions mapped, relaxed */
 _Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = none */
-_Atomic (int) kp_thp_advice;                    /* advise new regions MADV_HUGEPAGE */
 
 /* Released units whose pages are still resident, over all regions.  A
    chunk released and soon claimed again (a producer/consumer pair, a
@@ -60,11 +64,11 @@ kp_region_count (void)
   return atomic_load_explicit (&kp_nregions, memory_order_relaxed);
 }
 
-/* Map and publish a new region; NULL when the cap is reached or the
-   kernel refuses.  Several threads may create regions at once: each
-   then claims from whichever region it finds first.  */
+/* Map and publish a new region of node NODE; NULL when the cap is
+   reached or the kernel refuses.  Several threads may create regions
+   at once: each then claims from whichever region it finds first.  */
 static kp_region_t *
-kp_region_new (void)
+kp_region_new (unsigned node)
 {
   size_t cap = atomic_load_explicit (&kp_max_bytes, memory_order_relaxed);
   size_t n = atomic_fetch_add_explicit (&kp_nregions, 1, memory_order_relaxed);
@@ -79,6 +83,9 @@ kp_region_new (void)
       atomic_fetch_sub_explicit (&kp_nregions, 1, memory_order_relaxed);
       return NULL;
     }
+  /* Before the first touch: a memory policy places only the pages
+     faulted in after it, and the metadata is written just below.  */
+  kp_numa_bind (r, KP_REGION_SIZE, node);
   /* The mapping is zero-filled: back[], abandoned[] and the descriptor
      fields start at 0.  Unit 0 is claimed for the metadata, and every
      descriptor starts DEAD (owned bit set, no owner).  */
@@ -87,18 +94,11 @@ kp_region_new (void)
     atomic_init (&r->desc[u].xthread_free, KP_TF_OWNED);
   atomic_init (&r->has_free, 1);
   r->index = (uint32_t) n;
-#if HAVE_DECL_MADV_HUGEPAGE
-  if (atomic_load_explicit (&kp_thp_advice, memory_order_relaxed))
-    {
-      int saved = errno;
-      /* Data units only: the metadata unit is touched sparsely.  */
-      madvise ((char *) r + KP_UNIT_SIZE, KP_REGION_SIZE - KP_UNIT_SIZE,
-               MADV_HUGEPAGE);
-      errno = saved;
-    }
-#endif
-  /* The radix entry first, then the list: a thread that finds the
-     region on the list may hand out blocks whose free needs the entry.  */
+  r->numa_node = (uint8_t) node;
+  int thp = kp_thp_policy_now ();
+  kp_thp_advise_region (r, thp);
+  /* The radix entry first, then the lists: a thread that finds the
+     region on a list may hand out blocks whose free needs the entry.  */
   kp_radix_set ((uintptr_t) r, KP_RADIX_POOL);
   kp_region_t *head = atomic_load_explicit (&kp_regions, memory_order_relaxed);
   do
@@ -106,6 +106,20 @@ kp_region_new (void)
   while (!atomic_compare_exchange_weak_explicit (&kp_regions, &head, r,
                                                  memory_order_release,
                                                  memory_order_relaxed));
+  head = atomic_load_explicit (&kp_node_regions[node], memory_order_relaxed);
+  do
+    atomic_store_explicit (&r->node_next, head, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit (&kp_node_regions[node],
+                                                 &head, r,
+                                                 memory_order_release,
+                                                 memory_order_relaxed));
+  /* A kame_pool_set_thp_policy that ran meanwhile may have walked the
+     list before R was on it: with its seq_cst store and this fence,
+     either it advised R or this load sees its policy.  */
+  atomic_thread_fence (memory_order_seq_cst);
+  int now = kp_thp_policy_now ();
+  if (now != thp)
+    kp_thp_advise_region (r, now);
   return r;
 }
 
@@ -151,38 +165,59 @@ kp_region_try_claim (kp_region_t *r, unsigned units)
   return NULL;
 }
 
-/* Claim a run of UNITS (1..KP_MAX_UNITS) units from any region, mapping
-   a new region when every existing one is full.  When a crowd of
-   threads swarms a fresh region and takes it all, a thread maps
-   another and retries instead of failing.  NULL only when the cap is
-   reached or the kernel refuses memory.  */
+/* Claim a run of UNITS units from a region of node NODE's list.  */
+static kp_chunk_t *
+kp_node_try_claim (unsigned node, unsigned units)
+{
+  for (kp_region_t *r = atomic_load_explicit (&kp_node_regions[node],
+                                              memory_order_acquire);
+       r != NULL;
+       r = atomic_load_explicit (&r->node_next, memory_order_acquire))
+    {
+      if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
+        continue;
+      kp_chunk_t *c = kp_region_try_claim (r, units);
+      if (c != NULL)
+        return c;
+      /* Clear the hint, then look once more, so that a release
+         racing with this scan cannot leave a region with free
+         units marked full forever.  */
+      atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
+      c = kp_region_try_claim (r, units);
+      if (c != NULL)
+        {
+          atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
+          return c;
+        }
+    }
+  return NULL;
+}
+
+/* Claim a run of UNITS (1..KP_MAX_UNITS) units: from a region of the
+   calling thread's node, else from a new region of that node, so that
+   a thread's memory stays on its node.  Only when no region can be
+   mapped (the cap, or no memory) do the other nodes' regions serve.
+   When a crowd of threads swarms a fresh region and takes it all, a
+   thread maps another and retries instead of failing.  NULL only when
+   the cap is reached or the kernel refuses memory, and no node has a
+   free run.  */
 kp_chunk_t *
 kp_units_claim (unsigned units)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
+  unsigned home = kp_numa_thread_node ();
   for (;;)
     {
-      for (kp_region_t *r = kp_region_first (); r != NULL;
-           r = atomic_load_explicit (&r->next, memory_order_acquire))
-        {
-          if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
-            continue;
-          kp_chunk_t *c = kp_region_try_claim (r, units);
-          if (c != NULL)
-            return c;
-          /* Clear the hint, then look once more, so that a release
-             racing with this scan cannot leave a region with free
-             units marked full forever.  */
-          atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
-          c = kp_region_try_claim (r, units);
-          if (c != NULL)
-            {
-              atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
-              return c;
-            }
-        }
-      if (kp_region_new () == NULL)
-        return NULL;
+      kp_chunk_t *c = kp_node_try_claim (home, units);
+      if (c != NULL)
+        return c;
+      if (kp_region_new (home) != NULL)
+        continue;
+      unsigned nodes = kp_numa_nodes ();
+      for (unsigned i = 1; i < nodes; i++)
+        if ((c = kp_node_try_claim ((home + i) % nodes, units)) != NULL)
+          return c;
+      return NULL;
     }
 }
 

@@ -1,0 +1,121 @@
+/* policy.c -- the transparent-hugepage policy of the pool's regions:
+   KAME_POOL_HUGEPAGE, kame_pool_set_thp_policy and
+   kame_pool_get_thp_policy, and the madvise of a region's data.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   The advice covers units 1..127 of a region, never unit 0: the
+   metadata is touched a few pages at a time, and a 2 MiB page there
+   would make every region cost 2 MiB of memory however little it
+   serves.  Linux has no call that withdraws MADV_HUGEPAGE or
+   MADV_NOHUGEPAGE from a range without unmapping it, so
+   KAME_THP_SYSTEM only stops advising new regions; the others keep
+   the advice they had.  */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+
+#include "kp_internal.h"
+
+/* -1 until the environment has been read (lazily, so that a setter
+   called before the first allocation is not overwritten by it).
+   Stored seq_cst and paired with the fence in kp_region_new: either a
+   setter's walk finds a new region, or the region's creator sees the
+   new policy.  */
+static _Atomic (int) kp_thp_policy = -1;
+
+static bool
+kp_thp_valid (int policy)
+{
+  return policy == KAME_THP_SYSTEM || policy == KAME_THP_ALWAYS
+         || policy == KAME_THP_NEVER;
+}
+
+/* KAME_POOL_HUGEPAGE: 1 (or yes, on, true, always) advises,
+   0 (or no, off, false, system) leaves it to the kernel, "never"
+   forbids; unset or empty keeps the configure default.  */
+static int
+kp_thp_from_env (void)
+{
+  int dflt = KP_HUGEPAGE_DEFAULT ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
+  const char *v = getenv ("KAME_POOL_HUGEPAGE");
+  if (v == NULL || *v == '\0')
+    return dflt;
+  if (strcasecmp (v, "never") == 0)
+    return KAME_THP_NEVER;
+  if (strcasecmp (v, "system") == 0)
+    return KAME_THP_SYSTEM;
+  if (strcasecmp (v, "always") == 0)
+    return KAME_THP_ALWAYS;
+  return kp_os_env_flag ("KAME_POOL_HUGEPAGE", true)
+         ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
+}
+
+int
+kp_thp_policy_now (void)
+{
+  int p = atomic_load_explicit (&kp_thp_policy, memory_order_seq_cst);
+  if (kp_likely (p >= 0))
+    return p;
+  int want = kp_thp_from_env ();
+  /* A setter that got in first wins; P then holds its value.  */
+  if (atomic_compare_exchange_strong_explicit (&kp_thp_policy, &p, want,
+                                               memory_order_seq_cst,
+                                               memory_order_seq_cst))
+    return want;
+  return p;
+}
+
+/* Advise the data units of R for POLICY; the bytes advised (0 for
+   KAME_THP_SYSTEM, or when the kernel refuses).  */
+size_t
+kp_thp_advise_region (kp_region_t *r, int policy)
+{
+#if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
+  if (policy == KAME_THP_SYSTEM)
+    return 0;
+  int saved = errno;
+  size_t len = KP_REGION_SIZE - KP_UNIT_SIZE;
+  int rc = madvise ((char *) r + KP_UNIT_SIZE, len,
+                    policy == KAME_THP_ALWAYS ? MADV_HUGEPAGE
+                                              : MADV_NOHUGEPAGE);
+  errno = saved;
+  return rc == 0 ? len : 0;
+#else
+  (void) r;
+  (void) policy;
+  return 0;
+#endif
+}
+
+size_t
+kame_pool_set_thp_policy (int policy)
+{
+  if (!kp_thp_valid (policy))
+    {
+      errno = EINVAL;
+      return (size_t) -1;
+    }
+  atomic_store_explicit (&kp_thp_policy, policy, memory_order_seq_cst);
+  atomic_thread_fence (memory_order_seq_cst);
+  size_t bytes = 0;
+  if (policy == KAME_THP_SYSTEM)
+    return 0;
+  for (kp_region_t *r = kp_region_first (); r != NULL;
+       r = atomic_load_explicit (&r->next, memory_order_acquire))
+    bytes += kp_thp_advise_region (r, policy);
+  return bytes;
+}
+
+int
+kame_pool_get_thp_policy (void)
+{
+  return kp_thp_policy_now ();
+}

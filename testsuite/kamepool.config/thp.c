@@ -1,0 +1,169 @@
+/* thp.c -- kame_pool_set_thp_policy and kame_pool_get_thp_policy, seen
+   through /proc/self/smaps: the "hg" and "nh" VmFlags of the mapping
+   that holds a pool block, and its AnonHugePages.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "config.h"
+#include "kame_pool.h"
+#include "kptest.h"
+#include "smaps.h"
+
+#define REGION ((size_t) 32 << 20)
+#define UNIT ((size_t) 256 << 10)
+#define BIG ((size_t) 4 << 20)  /* a 16-unit dedicated chunk, 4 MiB-aligned */
+#define NBIG 8                  /* more than one region holds (7) */
+
+static void *big[NBIG];
+
+/* Allocate and touch NBIG dedicated 4 MiB blocks: at least one lands in
+   a region mapped after the current policy was set.  */
+static bool
+fill (void)
+{
+  for (int i = 0; i < NBIG; i++)
+    {
+      big[i] = kame_pool_malloc (BIG);
+      if (big[i] == NULL || kame_pool_malloc_usable_size (big[i]) != BIG)
+        return false;
+      memset (big[i], 0x5a, BIG);
+    }
+  return true;
+}
+
+/* The THP mode of the kernel, or UNSUPPORTED when it is "never".  */
+#define NEED_THP(mode)                                                  \
+  do {                                                                  \
+    if (!kpc_thp_mode (mode, sizeof mode))                              \
+      KT_UNSUPPORTED ("no transparent hugepages in this kernel");      \
+    if (strcmp (mode, "never") == 0)                                    \
+      KT_UNSUPPORTED ("transparent hugepages are [never]");            \
+  } while (0)
+
+KT_TEST (thp_default_from_configure)
+{
+  KT_CHECK_EQ (kame_pool_get_thp_policy (),
+               KP_HUGEPAGE_DEFAULT ? KAME_THP_ALWAYS : KAME_THP_SYSTEM);
+}
+
+KT_TEST (thp_bad_policy_einval)
+{
+  int before = kame_pool_get_thp_policy ();
+  errno = 0;
+  KT_CHECK_EQ (kame_pool_set_thp_policy (3), SIZE_MAX);
+  KT_CHECK_EQ (errno, EINVAL);
+  errno = 0;
+  KT_CHECK_EQ (kame_pool_set_thp_policy (-1), SIZE_MAX);
+  KT_CHECK_EQ (errno, EINVAL);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), before);
+}
+
+KT_TEST (thp_always_hg_and_hugepages)
+{
+  char mode[32];
+  NEED_THP (mode);
+  kame_pool_set_thp_policy (KAME_THP_ALWAYS);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_ALWAYS);
+  KT_CHECK (fill ());
+  unsigned long huge = 0;
+  for (int i = 0; i < NBIG; i++)
+    {
+      struct kpc_vma v;
+      KT_CHECK (kpc_vma_of (big[i], &v));
+      if (!kpc_has_flag (&v, "hg") || kpc_has_flag (&v, "nh"))
+        KT_FAILF ("block %d: VmFlags%s", i, v.flags);
+      huge += v.anon_huge_kb;
+    }
+  /* Each block is two whole, aligned 2 MiB pages just touched: the
+     kernel in "madvise" or "always" mode backs at least one of them
+     with a huge page (the VMAs may overlap, so this is a lower bound
+     on what they hold, not a sum).  */
+  KT_CHECK (huge >= 2048);
+}
+
+KT_TEST (thp_metadata_never_advised)
+{
+  kame_pool_set_thp_policy (KAME_THP_ALWAYS);
+  void *p = kame_pool_malloc (64);
+  KT_CHECK (p != NULL);
+  struct kpc_vma v;
+  void *meta = (void *) ((uintptr_t) p & ~(uintptr_t) (REGION - 1));
+  KT_CHECK (kpc_vma_of (meta, &v));
+  if (kpc_has_flag (&v, "hg") || kpc_has_flag (&v, "nh"))
+    KT_FAILF ("metadata unit VmFlags%s", v.flags);
+  KT_CHECK (kpc_vma_of ((char *) meta + UNIT, &v));
+  KT_CHECK (kpc_has_flag (&v, "hg"));
+  kame_pool_free (p);
+}
+
+KT_TEST (thp_never_nh_no_hugepages)
+{
+  char mode[32];
+  NEED_THP (mode);
+  kame_pool_set_thp_policy (KAME_THP_NEVER);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_NEVER);
+  KT_CHECK (fill ());
+  for (int i = 0; i < NBIG; i++)
+    {
+      struct kpc_vma v;
+      KT_CHECK (kpc_vma_of (big[i], &v));
+      if (kpc_has_flag (&v, "hg") || !kpc_has_flag (&v, "nh"))
+        KT_FAILF ("block %d: VmFlags%s", i, v.flags);
+      KT_CHECK_EQ (v.anon_huge_kb, 0);
+    }
+}
+
+/* KAME_THP_SYSTEM gives new regions no advice: in the kernel's
+   "madvise" mode they get no huge page.  */
+KT_TEST (thp_system_no_advice)
+{
+  char mode[32];
+  NEED_THP (mode);
+  kame_pool_set_thp_policy (KAME_THP_SYSTEM);
+  KT_CHECK (fill ());
+  /* The last block is in a region mapped after the call.  */
+  struct kpc_vma v;
+  KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
+  if (kpc_has_flag (&v, "hg") || kpc_has_flag (&v, "nh"))
+    KT_FAILF ("VmFlags%s", v.flags);
+  if (strcmp (mode, "madvise") == 0)
+    KT_CHECK_EQ (v.anon_huge_kb, 0);
+}
+
+/* Setting a policy re-advises every region mapped so far and returns
+   the bytes it advised: 127 units of each.  */
+KT_TEST (thp_set_readvises_existing)
+{
+  kame_pool_set_thp_policy (KAME_THP_SYSTEM);
+  KT_CHECK (fill ());
+  size_t regions = kame_pool_reserved_bytes () / REGION;
+  KT_CHECK (regions >= 2);
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_ALWAYS),
+               regions * (REGION - UNIT));
+  struct kpc_vma v;
+  KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
+  KT_CHECK (kpc_has_flag (&v, "hg"));
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_NEVER),
+               regions * (REGION - UNIT));
+  KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
+  KT_CHECK (kpc_has_flag (&v, "nh") && !kpc_has_flag (&v, "hg"));
+  /* No call withdraws advice: SYSTEM leaves existing regions alone.  */
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_SYSTEM), 0);
+  KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
+  KT_CHECK (kpc_has_flag (&v, "nh"));
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_SYSTEM);
+}
+
+KT_MAIN (KT_CASE (thp_default_from_configure),
+         KT_CASE (thp_bad_policy_einval),
+         KT_CASE (thp_always_hg_and_hugepages),
+         KT_CASE (thp_metadata_never_advised),
+         KT_CASE (thp_never_nh_no_hugepages),
+         KT_CASE (thp_system_no_advice),
+         KT_CASE (thp_set_readvises_existing))

@@ -92,6 +92,16 @@ extern KAME_POOL_API int kame_pool_get_thp_policy (void);
 extern KAME_POOL_API size_t kame_pool_get_numa_stats (size_t *regions_per_node,
                                                       size_t n);
 
+/* What a small or dedicated (up to 4 MiB) request gets when the pool
+   has no unit left under its cap, or the kernel refuses a region: the
+   C library's malloc (FALLBACK, the default) or NULL with errno ENOMEM
+   (STRICT; also KAME_POOL_STRICT_CAP=1 in the environment).  Returns 0,
+   or EINVAL for an unknown policy.  */
+#define KAME_POOL_CAP_FALLBACK 0
+#define KAME_POOL_CAP_STRICT 1
+extern KAME_POOL_API int kame_pool_set_cap_policy (int policy);
+extern KAME_POOL_API int kame_pool_get_cap_policy (void);
+
 #ifdef __cplusplus
 }
 #endif

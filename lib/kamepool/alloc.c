@@ -104,6 +104,8 @@ kp_memalign (size_t align, size_t n)
   if (cls < 0)
     return kp_malloc_large (n, align);
   void *p = kp_malloc (kp_class_size[cls]);
+  if (kp_unlikely (p == NULL))
+    return NULL;
   if (kp_unlikely (((uintptr_t) p & (align - 1)) != 0))
     {
       /* Beyond the region cap the class fell back to libc's malloc,

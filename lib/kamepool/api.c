@@ -107,6 +107,23 @@ kame_pool_set_max_bytes (size_t bytes)
   atomic_store_explicit (&kp_max_bytes, cap, memory_order_relaxed);
 }
 
+int
+kame_pool_set_cap_policy (int policy)
+{
+  if (policy != KAME_POOL_CAP_FALLBACK && policy != KAME_POOL_CAP_STRICT)
+    return EINVAL;
+  atomic_store_explicit (&kp_cap_strict, policy == KAME_POOL_CAP_STRICT,
+                         memory_order_relaxed);
+  return 0;
+}
+
+int
+kame_pool_get_cap_policy (void)
+{
+  return atomic_load_explicit (&kp_cap_strict, memory_order_relaxed)
+         ? KAME_POOL_CAP_STRICT : KAME_POOL_CAP_FALLBACK;
+}
+
 size_t
 kame_pool_get_max_bytes (void)
 {

@@ -214,9 +214,9 @@ kp_malloc_refill (size_t n)
   c = kp_chunk_adopt (h, cls);
   if (c == NULL)
     {
-      c = kp_units_claim (kp_class_units[cls]);
+      c = kp_units_claim_retry (kp_class_units[cls]);
       if (c == NULL)
-        return kp_libc_malloc (n);      /* cap reached, or no memory */
+        return kp_units_fallback (n, 0);        /* cap reached, or no memory */
       kp_chunk_init_small (c, cls, h);
     }
   if (c->free == NULL)

@@ -175,13 +175,13 @@ kp_process_init (void)
   kp_sizeclass_check ();
 #endif
   kp_os_page_size ();
-  atomic_store_explicit (&kp_thp_advice,
-                         kp_os_env_flag ("KAME_POOL_HUGEPAGE",
-                                         KP_HUGEPAGE_DEFAULT != 0),
-                         memory_order_relaxed);
   atomic_store_explicit (&kp_stats_at_exit,
                          kp_os_env_flag ("KAME_POOL_STATS", false),
                          memory_order_relaxed);
+  /* Only ever switches it on: a program that set the policy before its
+     first allocation keeps its choice.  */
+  if (kp_os_env_flag ("KAME_POOL_STRICT_CAP", false))
+    atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
   bool ok = kp_heap_process_init ();
   if (ok)
     pthread_atfork (NULL, NULL, kp_atfork_child);

@@ -343,6 +343,19 @@ KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_count;
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_bytes;
+/* Out of units (the cap, or the kernel refused a region): drain the
+   large cache and claim once more.  */
+KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units);
+/* What a small or dedicated request gets when no units are left: the
+   C library's block, or NULL and ENOMEM in the strict cap policy.  */
+KP_HIDDEN void *kp_units_fallback (size_t n, size_t align);
+KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
+
+/* ---- Large recycle cache (cache.c) ------------------------------------- */
+
+/* Release what the calling thread's cache and the global cache hold;
+   true when anything was released.  */
+KP_HIDDEN bool kp_cache_drain (void);
 
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 

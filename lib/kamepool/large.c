@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "kp_internal.h"
 
@@ -35,6 +36,28 @@ typedef struct kp_large_header
 
 _Atomic (size_t) kp_stat_large_count;  /* relaxed counters */
 _Atomic (size_t) kp_stat_large_bytes;
+_Atomic (int) kp_cap_strict;
+
+kp_chunk_t *
+kp_units_claim_retry (unsigned units)
+{
+  kp_chunk_t *c = kp_units_claim (units);
+  if (kp_unlikely (c == NULL) && kp_cache_drain ())
+    c = kp_units_claim (units);
+  return c;
+}
+
+void *
+kp_units_fallback (size_t n, size_t align)
+{
+  if (atomic_load_explicit (&kp_cap_strict, memory_order_relaxed))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
+                              : kp_libc_malloc (n);
+}
 
 static inline size_t
 kp_round_up (size_t n, size_t to)
@@ -48,7 +71,7 @@ kp_dedicated_alloc (size_t n)
   unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
   if (units == 0)
     units = 1;
-  kp_chunk_t *c = kp_units_claim (units);
+  kp_chunk_t *c = kp_units_claim_retry (units);
   if (c == NULL)
     return NULL;
   c->free = NULL;
@@ -77,6 +100,70 @@ kp_dedicated_free (kp_chunk_t *c, void *p)
       return;
     }
   kp_units_release (c, KP_PAGES_LAZY);
+}
+
+/* Under a tight RLIMIT_AS the over-sized mapping with which
+   kp_os_map_aligned finds an aligned range may not fit where SIZE
+   itself does.  Probe the aligned addresses below and above the place
+   the kernel picks for SIZE, which is often a hole between other
+   aligned mappings: a few dozen failed probes are cheap next to an
+   out-of-memory failure.  The last resort of kp_large_map.  */
+#define KP_TIGHT_PROBES 64
+
+static void *
+kp_map_aligned_tight (size_t size, size_t align)
+{
+#ifdef MAP_FIXED_NOREPLACE
+  int saved = errno;
+  int prot = PROT_READ | PROT_WRITE;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  char *p = mmap (NULL, size, prot, flags, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  munmap (p, size);
+  uintptr_t down = (uintptr_t) p & ~(uintptr_t) (align - 1);
+  for (unsigned i = 0; i < 2 * KP_TIGHT_PROBES; i++)
+    {
+      /* down, down + align, down - align, down + 2 align, ...  */
+      uintptr_t step = (uintptr_t) ((i + 1) / 2) * align;
+      uintptr_t at = i % 2 == 0 ? down - step : down + step;
+      if (i % 2 == 0 ? step > down : at < down)
+        continue;               /* wrapped around */
+      char *q = mmap ((void *) at, size, prot, flags | MAP_FIXED_NOREPLACE,
+                      -1, 0);
+      if (q == (char *) at)
+        {
+          errno = saved;
+          return q;
+        }
+      /* A kernel without MAP_FIXED_NOREPLACE takes it as a hint.  */
+      if (q != MAP_FAILED)
+        munmap (q, size);
+    }
+  errno = saved;
+#else
+  (void) size;
+  (void) align;
+#endif
+  return NULL;
+}
+
+/* Map SIZE bytes aligned to ALIGN for a large block.  When the kernel
+   refuses, the cache gives its mappings back and the map is tried
+   once more, with the tight placement as the last resort.  */
+static void *
+kp_large_map (size_t size, size_t align)
+{
+  void *p = kp_os_map_aligned (size, align);
+  if (kp_likely (p != NULL))
+    return p;
+  if (kp_cache_drain ())
+    p = kp_os_map_aligned (size, align);
+  if (p == NULL)
+    p = kp_map_aligned_tight (size, align);
+  if (p == NULL)
+    errno = ENOMEM;
+  return p;
 }
 
 static void *
@@ -110,7 +197,7 @@ kp_mapping_alloc (size_t n, size_t align)
       return NULL;
     }
   size_t map_size = kp_round_up (offset + n, page);
-  char *base = kp_os_map_aligned (map_size, KP_REGION_SIZE);
+  char *base = kp_large_map (map_size, KP_REGION_SIZE);
   if (base == NULL)
     {
       errno = ENOMEM;
@@ -137,7 +224,7 @@ kp_mapping_alloc_huge_align (size_t n, size_t align)
   size_t map_size = page + kp_round_up (n, page);
   /* Map the header page and the block at an ALIGN boundary, plus
      slack, then trim the slack.  */
-  char *base = kp_os_map_aligned (map_size + align, page);
+  char *base = kp_large_map (map_size + align, page);
   if (base == NULL)
     {
       errno = ENOMEM;
@@ -186,9 +273,8 @@ kp_malloc_large (size_t n, size_t align)
       void *p = kp_dedicated_alloc (n);
       if (p != NULL)
         return p;
-      /* Beyond the region cap: the C library serves it.  */
-      return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
-                                  : kp_libc_malloc (n);
+      /* Beyond the region cap, or no region to be had.  */
+      return kp_units_fallback (n, align);
     }
   if (align >= KP_REGION_SIZE)
     return kp_mapping_alloc_huge_align (n, align);

@@ -13,6 +13,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/chunk.c \
 	lib/kamepool/heap.c \
 	lib/kamepool/large.c \
+	lib/kamepool/cache.c \
 	lib/kamepool/alloc.c \
 	lib/kamepool/stats.c \
 	lib/kamepool/policy.c \

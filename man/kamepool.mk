@@ -20,6 +20,10 @@ dist_man_MANS += \
 dist_man_MANS += \
 	man/man3/kame_pool_set_cap_policy.3 \
 	man/man3/kame_pool_get_cap_policy.3
+dist_man_MANS += \
+	man/man3/kame_pool_set_thp_policy.3 \
+	man/man3/kame_pool_get_thp_policy.3 \
+	man/man3/kame_pool_get_numa_stats.3
 dist_man_MANS += man/man7/kamepool.7
 dist_man_MANS += man/man1/kamepool-run.1
 
@@ -34,6 +38,8 @@ KAMEPOOL_MAN_EXAMPLES = \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3 \
 	man/man3/kame_pool_set_cap_policy.3 \
+	man/man3/kame_pool_set_thp_policy.3 \
+	man/man3/kame_pool_get_numa_stats.3 \
 	man/man7/kamepool.7
 check-man-examples: libkamepool.la
 	@fail=0; for m in $(KAMEPOOL_MAN_EXAMPLES); do \

@@ -1,0 +1,259 @@
+/* abi.c -- kamepool.abi: what the built libraries export, and that the
+   allocator's fast paths contain no atomic read-modify-write.
+
+   The exported symbols are read with nm -D from the libraries this
+   program is linked with (found with dladdr); the expected sets are
+   the functions declared in the public headers, plus the malloc family
+   and the C++ operators in an interposing build.  The fast paths are
+   read with objdump -d.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+/* kptest-options: -D_GNU_SOURCE */
+/* kptest-libs: -lckarena */
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <regex.h>
+
+#include "kame_pool.h"
+#include "tinyllm/abi.h"
+#include "kptest.h"
+
+#define MAX_SYMS 512
+
+struct symset
+{
+  char *name[MAX_SYMS];
+  size_t n;
+};
+
+static bool
+set_has (const struct symset *s, const char *name)
+{
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp (s->name[i], name) == 0)
+      return true;
+  return false;
+}
+
+static void
+set_add (struct symset *s, const char *name)
+{
+  if (s->n < MAX_SYMS && !set_has (s, name))
+    s->name[s->n++] = strdup (name);
+}
+
+/* The path of the shared object that defines ADDR.  */
+static const char *
+object_of (const void *addr)
+{
+  Dl_info info;
+  if (dladdr (addr, &info) == 0 || info.dli_fname == NULL)
+    return NULL;
+  return info.dli_fname;
+}
+
+/* The defined dynamic symbols of LIB, without their version.  */
+static bool
+exported (const char *lib, struct symset *out)
+{
+  char cmd[4096];
+  snprintf (cmd, sizeof cmd, "nm -D --defined-only '%s'", lib);
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return false;
+  char line[1024];
+  while (fgets (line, sizeof line, f) != NULL)
+    {
+      char addr[64], type[8], name[900];
+      if (sscanf (line, "%63s %7s %899s", addr, type, name) != 3)
+        continue;
+      if (strcmp (type, "A") == 0)
+        continue;                       /* version node names */
+      char *at = strchr (name, '@');
+      if (at != NULL)
+        *at = '\0';
+      set_add (out, name);
+    }
+  return pclose (f) == 0;
+}
+
+/* Every NAME in "NAME (" of the header PATH that starts with one of
+   the PREFIXES: the functions it declares.  */
+static bool
+declared (const char *path, const char *const *prefixes, struct symset *out)
+{
+  FILE *f = fopen (path, "r");
+  if (f == NULL)
+    return false;
+  char line[1024];
+  regex_t re;
+  if (regcomp (&re, "([a-z_][a-z0-9_]*) \\(", REG_EXTENDED) != 0)
+    return false;
+  while (fgets (line, sizeof line, f) != NULL)
+    {
+      regmatch_t m[2];
+      const char *p = line;
+      while (regexec (&re, p, 2, m, 0) == 0)
+        {
+          char name[256];
+          int len = (int) (m[1].rm_eo - m[1].rm_so);
+          snprintf (name, sizeof name, "%.*s", len, p + m[1].rm_so);
+          for (const char *const *q = prefixes; *q != NULL; q++)
+            if (strncmp (name, *q, strlen (*q)) == 0)
+              set_add (out, name);
+          p += m[0].rm_eo;
+        }
+    }
+  regfree (&re);
+  fclose (f);
+  return true;
+}
+
+static const char *
+include_dir (void)
+{
+  static char dir[4096];
+  char file[4000];
+  snprintf (file, sizeof file, "%s", __FILE__);
+  snprintf (dir, sizeof dir, "%s/../../include", dirname (file));
+  return dir;
+}
+
+static bool
+interposing (void)
+{
+  char *p = malloc (1);
+  if (p == NULL)
+    return false;
+  *p = 0;
+  bool ours = kame_pool_malloc_usable_size (p) != 0;
+  free (p);
+  return ours;
+}
+
+static const char *const malloc_family[] = {
+  "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+  "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+  NULL
+};
+
+KT_TEST (libkamepool_exports_exactly_its_interface)
+{
+  const char *lib = object_of ((void *) kame_pool_malloc);
+  KT_CHECK (lib != NULL);
+  struct symset got = { .n = 0 }, want = { .n = 0 };
+  KT_CHECK (exported (lib, &got));
+  char header[4200];
+  snprintf (header, sizeof header, "%s/kame_pool.h", include_dir ());
+  static const char *const prefixes[] = { "kame_pool_", NULL };
+  KT_CHECK (declared (header, prefixes, &want));
+  KT_CHECK (want.n >= 13);
+  bool interpose = interposing ();
+  for (size_t i = 0; i < want.n; i++)
+    if (!set_has (&got, want.name[i]))
+      KT_FAILF ("%s declares %s but %s does not export it", header,
+                want.name[i], lib);
+  for (const char *const *m = malloc_family; *m != NULL; m++)
+    if (set_has (&got, *m) != interpose)
+      KT_FAILF ("%s %s %s", lib, interpose ? "does not export" : "exports",
+                *m);
+  for (size_t i = 0; i < got.n; i++)
+    {
+      const char *s = got.name[i];
+      bool ok = set_has (&want, s);
+      for (const char *const *m = malloc_family; *m != NULL && !ok; m++)
+        ok = strcmp (s, *m) == 0;
+      /* operator new and delete: _Znwm, _ZdlPv, ... */
+      ok = ok || strncmp (s, "_Znw", 4) == 0 || strncmp (s, "_Zna", 4) == 0
+           || strncmp (s, "_Zdl", 4) == 0 || strncmp (s, "_Zda", 4) == 0;
+      if (!ok)
+        KT_FAILF ("%s exports %s, which no public header declares", lib, s);
+    }
+}
+
+KT_TEST (libckarena_exports_exactly_its_interface)
+{
+  const char *lib = object_of ((void *) tl_status_str);
+  KT_CHECK (lib != NULL);
+  struct symset got = { .n = 0 }, want = { .n = 0 };
+  KT_CHECK (exported (lib, &got));
+  static const char *const prefixes[] = { "tl_", "ck_", NULL };
+  static const char *const headers[] = {
+    "tinyllm/abi.h", "tinyllm/arena.h", "ckernel_alloc.h"
+  };
+  for (size_t i = 0; i < 3; i++)
+    {
+      char path[4300];
+      snprintf (path, sizeof path, "%s/%s", include_dir (), headers[i]);
+      KT_CHECK (declared (path, prefixes, &want));
+    }
+  KT_CHECK (want.n >= 20);
+  for (size_t i = 0; i < want.n; i++)
+    if (!set_has (&got, want.name[i]))
+      KT_FAILF ("%s does not export the declared %s", lib, want.name[i]);
+  for (size_t i = 0; i < got.n; i++)
+    if (!set_has (&want, got.name[i]))
+      KT_FAILF ("%s exports %s, which no public header declares", lib,
+                got.name[i]);
+}
+
+/* The body of FN in the disassembly of LIB, up to the next symbol;
+   true if it was found, with *LOCKED set when it holds a lock prefix
+   or an xchg (an atomic read-modify-write).  */
+static bool
+scan_function (const char *lib, const char *fn, bool *locked, int *insns)
+{
+  char cmd[4200];
+  snprintf (cmd, sizeof cmd, "objdump -d --no-show-raw-insn '%s'", lib);
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return false;
+  char want[300], line[1024];
+  snprintf (want, sizeof want, "<%s>:", fn);
+  bool in = false, found = false;
+  *locked = false;
+  *insns = 0;
+  while (fgets (line, sizeof line, f) != NULL)
+    {
+      if (strstr (line, ">:") != NULL)
+        {
+          in = strstr (line, want) != NULL;
+          found |= in;
+          continue;
+        }
+      if (!in || strchr (line, ':') == NULL)
+        continue;
+      (*insns)++;
+      if (strstr (line, "lock ") != NULL || strstr (line, "xchg") != NULL)
+        *locked = true;
+    }
+  pclose (f);
+  return found;
+}
+
+KT_TEST (malloc_and_free_fast_paths_have_no_atomic_rmw)
+{
+  const char *lib = object_of ((void *) kame_pool_malloc);
+  KT_CHECK (lib != NULL);
+  static const char *const fns[] = { "kame_pool_malloc", "kame_pool_free" };
+  for (size_t i = 0; i < 2; i++)
+    {
+      bool locked;
+      int insns;
+      if (!scan_function (lib, fns[i], &locked, &insns))
+        KT_FAILF ("%s not found in the disassembly of %s", fns[i], lib);
+      if (locked)
+        KT_FAILF ("%s has an atomic read-modify-write instruction", fns[i]);
+      /* The fast path is inlined whole: a few dozen instructions.  */
+      if (insns > 64)
+        KT_FAILF ("%s has %d instructions: the fast path is not inline",
+                  fns[i], insns);
+    }
+}
+
+KT_MAIN (KT_CASE (libkamepool_exports_exactly_its_interface),
+         KT_CASE (libckarena_exports_exactly_its_interface),
+         KT_CASE (malloc_and_free_fast_paths_have_no_atomic_rmw))

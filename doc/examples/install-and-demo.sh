@@ -34,7 +34,8 @@ cc -o "$tmp/kamepool_demo" doc/examples/kamepool_demo.c \
 "$tmp/kamepool_demo"
 echo
 echo "== an unchanged program on the pool: kamepool-run --stats python3"
-/usr/local/bin/kamepool-run --stats python3 -c \
+py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+/usr/local/bin/kamepool-run --stats "$py" -c \
   'print(sum(len(str(list(range(i)))) for i in range(3000)))'
 echo
 echo "== the manual: man kame_pool_malloc, man tl_arena_alloc, man ck_bump_alloc_init"

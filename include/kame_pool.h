@@ -102,6 +102,12 @@ extern KAME_POOL_API size_t kame_pool_get_numa_stats (size_t *regions_per_node,
 extern KAME_POOL_API int kame_pool_set_cap_policy (int policy);
 extern KAME_POOL_API int kame_pool_get_cap_policy (void);
 
+/* The byte cap of the recycle cache of freed large blocks (dedicated
+   chunks up to 4 MiB and mappings up to 32 MiB); 0 disables it.
+   Lowering it gives cached blocks back at once.  */
+extern KAME_POOL_API void kame_pool_set_large_cache_cap (size_t bytes);
+extern KAME_POOL_API size_t kame_pool_get_large_cache_cap (void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,7 +19,9 @@ dist_man_MANS += \
 	man/man3/kame_pool_get_stats.3
 dist_man_MANS += \
 	man/man3/kame_pool_set_cap_policy.3 \
-	man/man3/kame_pool_get_cap_policy.3
+	man/man3/kame_pool_get_cap_policy.3 \
+	man/man3/kame_pool_set_large_cache_cap.3 \
+	man/man3/kame_pool_get_large_cache_cap.3
 dist_man_MANS += \
 	man/man3/kame_pool_set_thp_policy.3 \
 	man/man3/kame_pool_get_thp_policy.3 \
@@ -38,6 +40,7 @@ KAMEPOOL_MAN_EXAMPLES = \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3 \
 	man/man3/kame_pool_set_cap_policy.3 \
+	man/man3/kame_pool_set_large_cache_cap.3 \
 	man/man3/kame_pool_set_thp_policy.3 \
 	man/man3/kame_pool_get_numa_stats.3 \
 	man/man7/kamepool.7

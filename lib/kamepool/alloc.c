@@ -137,6 +137,8 @@ kp_realloc (void *p, size_t n)
     }
   if (n <= usable)
     return p;
+  if (usable > KP_DEDICATED_MAX && kp_large_grow (p, n))
+    return p;
   void *q = kp_malloc (n);
   if (q == NULL)
     return NULL;
@@ -157,8 +159,7 @@ kp_calloc (size_t n, size_t m)
   void *p = kp_malloc (total);
   /* A fresh mapping is already zero; touching it would only fault in
      pages the program may never use.  */
-  if (p != NULL && !(total > KP_DEDICATED_MAX
-                     && kp_radix_lookup ((uintptr_t) p) == KP_RADIX_LARGE))
+  if (p != NULL && !(total > KP_DEDICATED_MAX && kp_large_fresh (p)))
     memset (p, 0, total);
   return p;
 }

@@ -152,6 +152,7 @@ kp_thread_exit (void *arg)
       while ((c = kp_partial_pop (h, cls)) != NULL)
         kp_thread_exit_chunk (h, c, pages);
     }
+  kp_cache_thread_exit (h);
   kp_tc.heap = &kp_heap_dead;
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
 }

@@ -101,7 +101,8 @@ enum kp_chunk_kind
 {
   KP_KIND_NONE = 0,             /* unclaimed, or a continuation unit */
   KP_KIND_SMALL = 1,            /* blocks of one size class */
-  KP_KIND_DEDICATED = 2         /* one block of 1..16 whole units */
+  KP_KIND_DEDICATED = 2,        /* one block of 1..16 whole units */
+  KP_KIND_CACHED = 3            /* a freed dedicated chunk in the cache */
 };
 
 /* Low bit of xthread_free: whoever sets it owns the chunk.  */
@@ -179,6 +180,8 @@ typedef struct kp_region
   _Alignas (128) kp_chunk_t desc[KP_UNITS];
 } kp_region_t;
 
+#define KP_L1_SLOTS 4
+
 /* A heap: one per live thread.  Heap records are permanent (never
    unmapped) and recycled for new threads, so a stale pointer to one is
    harmless: it is only ever compared.  */
@@ -189,6 +192,9 @@ struct kp_heap
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   uint8_t numa_node;
   struct kp_heap *pool_next;    /* immutable once published */
+  /* First level of the large recycle cache (cache.c): entries, oldest
+     first, 0 when empty.  Plain: only the owning thread uses them.  */
+  uintptr_t l1[KP_L1_SLOTS];
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -341,6 +347,8 @@ KP_HIDDEN void kp_large_free (void *p, int kind);
 KP_HIDDEN size_t kp_large_usable (const void *p, int kind);
 KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
+KP_HIDDEN bool kp_large_grow (void *p, size_t n);
+KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_count;
 KP_HIDDEN extern _Atomic (size_t) kp_stat_large_bytes;
 /* Out of units (the cap, or the kernel refused a region): drain the
@@ -353,9 +361,24 @@ KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
 
 /* ---- Large recycle cache (cache.c) ------------------------------------- */
 
+#define KP_CACHE_CAP_DEFAULT ((size_t) 64 << 20)
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);
+KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
+KP_HIDDEN size_t kp_cache_bytes (void);
+/* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
+   again, or NULL.  */
+KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
+/* Keep C, a dedicated chunk whose block was freed; false when the
+   caller must release it.  */
+KP_HIDDEN bool kp_cache_put_chunk (kp_chunk_t *c);
+/* A cached mapping of MAP_SIZE to MAP_SIZE + 1/8 bytes (its size in
+   *GOT), or NULL.  */
+KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
+KP_HIDDEN bool kp_cache_put_mapping (void *base, size_t map_size);
+/* large.c: unmap a mapping the cache held.  */
+KP_HIDDEN void kp_mapping_release (void *base);
 
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 

@@ -17,6 +17,9 @@
 
 #include <config.h>
 
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE 1          /* mremap */
+#endif
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -24,6 +27,7 @@
 #include "kp_internal.h"
 
 #define KP_LARGE_MAGIC UINT64_C (0x6b616d656c617267) /* "kamelarg" */
+#define KP_LARGE_CACHED UINT64_C (0x6b616d6563616368) /* "kamecach" */
 
 typedef struct kp_large_header
 {
@@ -32,6 +36,7 @@ typedef struct kp_large_header
   char *map_base;               /* the mapping */
   size_t map_size;
   char *block;                  /* the block handed out */
+  bool recycled;                /* from the cache: not zero-filled */
 } kp_large_header_t;
 
 _Atomic (size_t) kp_stat_large_count;  /* relaxed counters */
@@ -71,7 +76,11 @@ kp_dedicated_alloc (size_t n)
   unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
   if (units == 0)
     units = 1;
-  kp_chunk_t *c = kp_units_claim_retry (units);
+  /* A cached chunk keeps every field of its last use.  */
+  kp_chunk_t *c = kp_cache_take_chunk (units);
+  if (c != NULL)
+    return kp_chunk_data (c);
+  c = kp_units_claim_retry (units);
   if (c == NULL)
     return NULL;
   c->free = NULL;
@@ -99,7 +108,8 @@ kp_dedicated_free (kp_chunk_t *c, void *p)
       kp_report ("invalid free (inside a large block):", p);
       return;
     }
-  kp_units_release (c, KP_PAGES_LAZY);
+  if (!kp_cache_put_chunk (c))
+    kp_units_release (c, KP_PAGES_LAZY);
 }
 
 /* Under a tight RLIMIT_AS the over-sized mapping with which
@@ -175,6 +185,7 @@ kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
   hdr->map_base = map_base;
   hdr->map_size = map_size;
   hdr->block = block;
+  hdr->recycled = false;
   atomic_fetch_add_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit (&kp_stat_large_bytes, map_size,
                              memory_order_relaxed);
@@ -197,6 +208,19 @@ kp_mapping_alloc (size_t n, size_t align)
       return NULL;
     }
   size_t map_size = kp_round_up (offset + n, page);
+  if (offset == page)
+    {
+      size_t got;
+      char *cached = kp_cache_take_mapping (map_size, &got);
+      if (cached != NULL)
+        {
+          void *p = kp_mapping_publish ((kp_large_header_t *) cached, n,
+                                        cached, got, cached + page,
+                                        KP_RADIX_LARGE);
+          ((kp_large_header_t *) cached)->recycled = true;
+          return p;
+        }
+    }
   char *base = kp_large_map (map_size, KP_REGION_SIZE);
   if (base == NULL)
     {
@@ -241,17 +265,44 @@ kp_mapping_alloc_huge_align (size_t n, size_t align)
                              block, KP_RADIX_LARGE_PREV);
 }
 
-/* The header of the mapping whose block is P, or NULL if P is not one.
-   KIND is P's radix entry.  */
+/* The header of the mapping whose block is or was P (live or in the
+   cache), or NULL.  KIND is P's radix entry.  */
 static kp_large_header_t *
-kp_large_header (const void *p, int kind)
+kp_large_header_any (const void *p, int kind)
 {
   char *region = (char *) kp_region_of (p);
   kp_large_header_t *hdr = (kp_large_header_t *)
     (kind == KP_RADIX_LARGE_PREV ? region - kp_os_page_size () : region);
-  if (hdr->magic != KP_LARGE_MAGIC || hdr->block != (const char *) p)
+  if ((hdr->magic != KP_LARGE_MAGIC && hdr->magic != KP_LARGE_CACHED)
+      || hdr->block != (const char *) p)
     return NULL;
   return hdr;
+}
+
+/* The header of the live mapping whose block is P, or NULL.  */
+static kp_large_header_t *
+kp_large_header (const void *p, int kind)
+{
+  kp_large_header_t *hdr = kp_large_header_any (p, kind);
+  return hdr != NULL && hdr->magic == KP_LARGE_MAGIC ? hdr : NULL;
+}
+
+/* Unmap the mapping at BASE, whose header says how big it is.  */
+static void
+kp_mapping_unmap (kp_large_header_t *hdr)
+{
+  char *map_base = hdr->map_base;
+  size_t map_size = hdr->map_size;
+  hdr->magic = 0;
+  /* The entry goes first, so a double free finds nothing of ours.  */
+  kp_radix_set ((uintptr_t) kp_region_of (hdr->block), KP_RADIX_NONE);
+  kp_os_unmap (map_base, map_size);
+}
+
+void
+kp_mapping_release (void *base)
+{
+  kp_mapping_unmap ((kp_large_header_t *) base);
 }
 
 /* Allocate N bytes above the small classes, aligned to ALIGN (0 or a
@@ -286,10 +337,15 @@ kp_malloc_large (size_t n, size_t align)
 void
 kp_large_free (void *p, int kind)
 {
-  kp_large_header_t *hdr = kp_large_header (p, kind);
+  kp_large_header_t *hdr = kp_large_header_any (p, kind);
   if (hdr == NULL)
     {
       kp_libc_free (p);
+      return;
+    }
+  if (hdr->magic == KP_LARGE_CACHED)
+    {
+      kp_report ("invalid free (already freed):", p);
       return;
     }
   size_t map_size = hdr->map_size;
@@ -297,10 +353,51 @@ kp_large_free (void *p, int kind)
   atomic_fetch_sub_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit (&kp_stat_large_bytes, map_size,
                              memory_order_relaxed);
-  hdr->magic = 0;
-  /* The entry goes first, so a double free finds nothing of ours.  */
-  kp_radix_set ((uintptr_t) kp_region_of (p), KP_RADIX_NONE);
-  kp_os_unmap (map_base, map_size);
+  /* Marked before the put: once in the cache, another thread may take
+     it and write the header.  */
+  if (kind == KP_RADIX_LARGE && hdr->block == map_base + kp_os_page_size ())
+    {
+      hdr->magic = KP_LARGE_CACHED;
+      if (kp_cache_put_mapping (map_base, map_size))
+        return;
+    }
+  kp_mapping_unmap (hdr);
+}
+
+/* Grow P, a live large mapping, to N bytes where it lies, with mremap
+   and no move (the block must stay where its radix entry is).  */
+bool
+kp_large_grow (void *p, size_t n)
+{
+#ifdef MREMAP_FIXED
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  if (kind != KP_RADIX_LARGE)
+    return false;
+  kp_large_header_t *hdr = kp_large_header (p, kind);
+  if (hdr == NULL)
+    return false;
+  size_t page = kp_os_page_size ();
+  size_t offset = (size_t) (hdr->block - hdr->map_base);
+  if (n > PTRDIFF_MAX - offset - page)
+    return false;
+  size_t want = kp_round_up (offset + n, page);
+  if (want <= hdr->map_size)
+    return true;
+  int saved = errno;
+  void *q = mremap (hdr->map_base, hdr->map_size, want, 0);
+  errno = saved;
+  if (q != hdr->map_base)
+    return false;
+  atomic_fetch_add_explicit (&kp_stat_large_bytes, want - hdr->map_size,
+                             memory_order_relaxed);
+  hdr->map_size = want;
+  hdr->size = n;
+  return true;
+#else
+  (void) p;
+  (void) n;
+  return false;
+#endif
 }
 
 /* Usable bytes of P, 0 when P is not the block of a large mapping.  */
@@ -310,6 +407,17 @@ kp_large_usable (const void *p, int kind)
   kp_large_header_t *hdr = kp_large_header (p, kind);
   return hdr != NULL ? (size_t) (hdr->map_base + hdr->map_size - hdr->block)
                      : 0;
+}
+
+/* True when P is a fresh (zero-filled) large mapping.  */
+bool
+kp_large_fresh (const void *p)
+{
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  if (kind != KP_RADIX_LARGE && kind != KP_RADIX_LARGE_PREV)
+    return false;
+  kp_large_header_t *hdr = kp_large_header (p, kind);
+  return hdr != NULL && !hdr->recycled;
 }
 
 bool

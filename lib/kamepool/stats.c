@@ -37,6 +37,13 @@ kame_pool_get_stats (kame_pool_stats_t *s)
                                                 memory_order_relaxed);
           if (kind == KP_KIND_NONE)
             continue;
+          if (kind == KP_KIND_CACHED)
+            {
+              /* Claimed, but free memory the cache holds.  */
+              units -= atomic_load_explicit (&r->desc[u].units,
+                                             memory_order_relaxed);
+              continue;
+            }
           chunks++;
           if (kind == KP_KIND_DEDICATED)
             dedicated += (size_t) atomic_load_explicit (&r->desc[u].units,
@@ -50,7 +57,7 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->units_live = units;
   if (want < 2)
     return;
-  s->cache_bytes = 0;
+  s->cache_bytes = kp_cache_bytes ();
   s->dedicated_chunk_bytes = dedicated;
   s->large_alloc_count = atomic_load_explicit (&kp_stat_large_count,
                                                memory_order_relaxed);

@@ -70,7 +70,9 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
         }
       else
         {
-          KT_CHECK_EQ (s.cache_bytes, 0);
+          /* Large blocks freed at start-up (by the C library) may sit
+             in the recycle cache.  */
+          KT_CHECK (s.cache_bytes <= kame_pool_get_large_cache_cap ());
           KT_CHECK (s.dedicated_chunk_bytes <= s.units_live * UNIT);
           KT_CHECK_EQ (s.large_alloc_count, 0);
           KT_CHECK_EQ (s.large_alloc_bytes, 0);

@@ -1,0 +1,440 @@
+/* tiers.c -- kamepool.large tests of the large tiers and their
+   recycle cache: full-span integrity up to 256 MiB, distinct bases, a
+   double free of a cached block, no over-serving after a huge free,
+   cache reuse, cap tightening, statistics that step by exactly one
+   allocation, RSS that drops after large frees, and realloc growing a
+   mapping in place.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+/* kptest-timeout: 600 */
+
+#define _GNU_SOURCE 1
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+#define KiB ((size_t) 1 << 10)
+#define MiB ((size_t) 1 << 20)
+#define UNIT (256 * KiB)
+
+static kame_pool_stats_t
+stats (void)
+{
+  kame_pool_stats_t s;
+  memset (&s, 0, sizeof s);
+  s.version = 2;
+  kame_pool_get_stats (&s);
+  return s;
+}
+
+/* Start with an empty cache (the C library may have freed a large
+   block already) and a cap of CAP.  */
+static void
+empty_cache (size_t cap)
+{
+  kame_pool_free (kame_pool_malloc (1));
+  kame_pool_set_large_cache_cap (0);
+  kame_pool_set_large_cache_cap (cap);
+}
+
+static inline unsigned char
+paint_byte (const void *base, size_t i)
+{
+  return (unsigned char) ((i * 2654435761u + (uintptr_t) base) >> 7);
+}
+
+/* Paint every byte of [P, P + N), or one byte in every 64 beyond
+   64 MiB to keep the run short; then check.  */
+static bool
+paint_and_check (unsigned char *p, size_t n)
+{
+  if (n == 0)
+    return false;
+  size_t step = n > 64 * MiB ? 64 : 1;
+  for (size_t i = 0; i < n; i += step)
+    p[i] = paint_byte (p, i);
+  p[n - 1] = paint_byte (p, n - 1);
+  for (size_t i = 0; i < n; i += step)
+    if (p[i] != paint_byte (p, i))
+      {
+        printf ("%p: byte %zu of %zu changed\n", (void *) p, i, n);
+        return false;
+      }
+  return p[n - 1] == paint_byte (p, n - 1);
+}
+
+static const size_t span_sizes[] = {
+  32 * KiB + 1, 40 * KiB, 255 * KiB, 256 * KiB + 1, MiB, 4 * MiB - 1,
+  4 * MiB, 4 * MiB + 1, 5 * MiB, 31 * MiB, 32 * MiB - 4 * KiB, 32 * MiB,
+  33 * MiB, 64 * MiB, 100 * MiB + 3, 256 * MiB
+};
+#define NSPAN (sizeof span_sizes / sizeof span_sizes[0])
+
+/* Every block, painted over its whole usable size, keeps its bytes
+   while the others are painted.  */
+KT_TEST (large_full_span)
+{
+  unsigned char *p[NSPAN];
+  for (size_t i = 0; i < NSPAN; i++)
+    {
+      p[i] = kame_pool_malloc (span_sizes[i]);
+      KT_CHECK (p[i] != NULL);
+      size_t usable = kame_pool_malloc_usable_size (p[i]);
+      KT_CHECK (usable >= span_sizes[i]);
+      KT_CHECK (paint_and_check (p[i], usable));
+    }
+  for (size_t i = 0; i < NSPAN; i++)
+    {
+      size_t usable = kame_pool_malloc_usable_size (p[i]);
+      size_t step = usable > 64 * MiB ? 64 : 1;
+      for (size_t k = 0; k < usable; k += step)
+        if (p[i][k] != paint_byte (p[i], k))
+          KT_FAILF ("block %zu byte %zu overwritten", i, k);
+      kame_pool_free (p[i]);
+    }
+}
+
+/* Live blocks never overlap, whatever the tier and however often the
+   cache recycles.  */
+KT_TEST (large_distinct_bases)
+{
+  enum { N = 48 };
+  unsigned char *p[N];
+  size_t u[N];
+  for (int round = 0; round < 3; round++)
+    {
+      for (int i = 0; i < N; i++)
+        {
+          size_t n = (i % 3 == 0 ? 5 * MiB + (size_t) i * 300 * KiB
+                      : 33 * KiB + (size_t) i * 80 * KiB);
+          p[i] = kame_pool_malloc (n);
+          KT_CHECK (p[i] != NULL);
+          u[i] = kame_pool_malloc_usable_size (p[i]);
+          KT_CHECK (u[i] >= n);
+          p[i][0] = (unsigned char) i;
+          p[i][u[i] - 1] = (unsigned char) i;
+        }
+      for (int i = 0; i < N; i++)
+        for (int k = i + 1; k < N; k++)
+          if (p[i] < p[k] + u[k] && p[k] < p[i] + u[i])
+            KT_FAILF ("blocks %d and %d overlap", i, k);
+      for (int i = 0; i < N; i++)
+        {
+          KT_CHECK (p[i][0] == i && p[i][u[i] - 1] == i);
+          /* Free every other one, so that the next round mixes cached
+             and fresh blocks.  */
+          if ((i + round) % 2 == 0)
+            kame_pool_free (p[i]);
+        }
+      for (int i = 0; i < N; i++)
+        if ((i + round) % 2 != 0)
+          kame_pool_free (p[i]);
+    }
+}
+
+/* Run FN with stderr in a file; what it wrote, in BUF.  */
+static bool
+capture_stderr (void (*fn) (void *), void *arg, char *buf, size_t size)
+{
+  char path[] = "/tmp/kptest-large-XXXXXX";
+  int fd = mkstemp (path);
+  if (fd < 0)
+    return false;
+  unlink (path);
+  fflush (stderr);
+  int saved = dup (2);
+  dup2 (fd, 2);
+  fn (arg);
+  fflush (stderr);
+  dup2 (saved, 2);
+  close (saved);
+  ssize_t n = pread (fd, buf, size - 1, 0);
+  close (fd);
+  buf[n > 0 ? n : 0] = '\0';
+  return true;
+}
+
+static void
+free_it (void *p)
+{
+  kame_pool_free (p);
+}
+
+/* A second free of a block the cache holds is reported, and the cache
+   still hands the block out once only.  */
+KT_TEST (large_double_free_cached)
+{
+  empty_cache (64 * MiB);
+  static const size_t sizes[] = { 40 * KiB, MiB, 4 * MiB, 5 * MiB,
+                                  20 * MiB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      kame_pool_free (kame_pool_malloc (1));
+      size_t before = stats ().cache_bytes;
+      void *p = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p != NULL);
+      kame_pool_free (p);
+      KT_CHECK (stats ().cache_bytes > before);
+      char err[256];
+      KT_CHECK (capture_stderr (free_it, p, err, sizeof err));
+      if (strstr (err, "kamepool: invalid free") == NULL)
+        KT_FAILF ("double free of a %zu-byte block: stderr \"%.200s\"",
+                  sizes[i], err);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p), 0);
+      void *q = kame_pool_malloc (sizes[i]);
+      void *r = kame_pool_malloc (sizes[i]);
+      KT_CHECK_PTR_EQ (q, p);
+      KT_CHECK (r != NULL && r != q);
+      KT_CHECK_EQ (stats ().cache_bytes, before);
+      kame_pool_free (r);
+      kame_pool_free (q);
+      kame_pool_set_large_cache_cap (0);
+      KT_CHECK_EQ (stats ().cache_bytes, 0);
+      kame_pool_set_large_cache_cap (64 * MiB);
+    }
+}
+
+/* A huge block (above 32 MiB) is unmapped when freed, and a cached
+   mapping serves no request much smaller than itself.  */
+KT_TEST (large_no_over_serving)
+{
+  empty_cache (256 * MiB);
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  void *h = kame_pool_malloc (64 * MiB);
+  KT_CHECK (h != NULL);
+  kame_pool_free (h);
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (stats ().large_alloc_count, 0);
+  void *q = kame_pool_malloc (8 * MiB);
+  KT_CHECK (q != NULL && kame_pool_malloc_usable_size (q) < 9 * MiB);
+  kame_pool_free (q);
+  /* Now a 30 MiB mapping in the cache: not for 5 MiB.  */
+  void *b = kame_pool_malloc (30 * MiB);
+  KT_CHECK (b != NULL);
+  kame_pool_free (b);
+  size_t cached = stats ().cache_bytes;
+  KT_CHECK (cached >= 30 * MiB);
+  void *s = kame_pool_malloc (5 * MiB);
+  KT_CHECK (s != NULL && s != b);
+  KT_CHECK (kame_pool_malloc_usable_size (s) < 6 * MiB);
+  KT_CHECK_EQ (stats ().cache_bytes, cached);
+  /* Nor a dedicated chunk of 16 units for a request of 1 unit.  */
+  void *d = kame_pool_malloc (4 * MiB);
+  kame_pool_free (d);
+  void *e = kame_pool_malloc (100 * KiB);
+  KT_CHECK (e != d);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (e), UNIT);
+  kame_pool_free (e);
+  kame_pool_free (s);
+  kame_pool_set_large_cache_cap (0);
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+}
+
+/* The statistics step by exactly one allocation: a dedicated chunk
+   moves between dedicated_chunk_bytes and cache_bytes, a mapping
+   between large_alloc_* and cache_bytes.  */
+KT_TEST (large_stats_step)
+{
+  empty_cache (64 * MiB);
+  kame_pool_stats_t s0 = stats ();
+  void *d = kame_pool_malloc (300 * KiB);        /* 2 units */
+  kame_pool_stats_t s1 = stats ();
+  KT_CHECK_EQ (s1.dedicated_chunk_bytes, s0.dedicated_chunk_bytes + 2 * UNIT);
+  KT_CHECK_EQ (s1.chunks_live, s0.chunks_live + 1);
+  KT_CHECK_EQ (s1.units_live, s0.units_live + 2);
+  KT_CHECK_EQ (s1.cache_bytes, s0.cache_bytes);
+  kame_pool_free (d);
+  kame_pool_stats_t s2 = stats ();
+  KT_CHECK_EQ (s2.dedicated_chunk_bytes, s0.dedicated_chunk_bytes);
+  KT_CHECK_EQ (s2.chunks_live, s0.chunks_live);
+  KT_CHECK_EQ (s2.units_live, s0.units_live);
+  KT_CHECK_EQ (s2.cache_bytes, s0.cache_bytes + 2 * UNIT);
+  void *d2 = kame_pool_malloc (400 * KiB);
+  KT_CHECK_PTR_EQ (d2, d);
+  kame_pool_stats_t s3 = stats ();
+  KT_CHECK_EQ (s3.dedicated_chunk_bytes, s1.dedicated_chunk_bytes);
+  KT_CHECK_EQ (s3.cache_bytes, s0.cache_bytes);
+
+  void *m = kame_pool_malloc (5 * MiB);
+  size_t map = kame_pool_malloc_usable_size (m) + 4096;
+  kame_pool_stats_t s4 = stats ();
+  KT_CHECK_EQ (s4.large_alloc_count, s3.large_alloc_count + 1);
+  KT_CHECK_EQ (s4.large_alloc_bytes, s3.large_alloc_bytes + map);
+  kame_pool_free (m);
+  kame_pool_stats_t s5 = stats ();
+  KT_CHECK_EQ (s5.large_alloc_count, s3.large_alloc_count);
+  KT_CHECK_EQ (s5.large_alloc_bytes, s3.large_alloc_bytes);
+  KT_CHECK_EQ (s5.cache_bytes, s3.cache_bytes + map);
+  void *m2 = kame_pool_malloc (5 * MiB);
+  KT_CHECK_PTR_EQ (m2, m);
+  kame_pool_stats_t s6 = stats ();
+  KT_CHECK_EQ (s6.large_alloc_count, s4.large_alloc_count);
+  KT_CHECK_EQ (s6.large_alloc_bytes, s4.large_alloc_bytes);
+  KT_CHECK_EQ (s6.cache_bytes, s3.cache_bytes);
+  kame_pool_free (m2);
+  kame_pool_free (d2);
+  kame_pool_set_large_cache_cap (0);
+  kame_pool_stats_t s7 = stats ();
+  KT_CHECK_EQ (s7.cache_bytes, 0);
+  KT_CHECK_EQ (s7.dedicated_chunk_bytes, s0.dedicated_chunk_bytes);
+  KT_CHECK_EQ (s7.units_live, s0.units_live);
+  KT_CHECK_EQ (s7.large_alloc_count, s0.large_alloc_count);
+}
+
+/* Reuse and the cap: blocks come back from the cache; a lower cap
+   evicts at once; a block bigger than the cap is not kept.  */
+KT_TEST (large_cache_cap)
+{
+  KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 64 * MiB);
+  empty_cache (64 * MiB);
+  void *p[6], *got[6];
+  for (int i = 0; i < 6; i++)
+    p[i] = kame_pool_malloc (i < 4 ? 4 * MiB : 6 * MiB);
+  for (int i = 0; i < 6; i++)
+    kame_pool_free (p[i]);
+  size_t full = stats ().cache_bytes;
+  KT_CHECK (full >= 28 * MiB && full <= 64 * MiB);
+  for (int i = 5; i >= 0; i--)
+    {
+      void *q = kame_pool_malloc (i < 4 ? 4 * MiB : 6 * MiB);
+      bool cached = false;
+      for (int k = 0; k < 6; k++)
+        cached |= q == p[k];
+      KT_CHECK (cached);
+      got[i] = q;
+    }
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  for (int i = 0; i < 6; i++)
+    kame_pool_free (got[i]);
+  KT_CHECK_EQ (stats ().cache_bytes, full);
+  kame_pool_set_large_cache_cap (10 * MiB);
+  KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 10 * MiB);
+  KT_CHECK (stats ().cache_bytes <= 10 * MiB);
+  kame_pool_set_large_cache_cap (2 * MiB);
+  KT_CHECK (stats ().cache_bytes <= 2 * MiB);
+  void *big = kame_pool_malloc (3 * MiB);
+  size_t before = stats ().cache_bytes;
+  kame_pool_free (big);
+  KT_CHECK_EQ (stats ().cache_bytes, before);
+  kame_pool_set_large_cache_cap (0);
+  KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 0);
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  void *small = kame_pool_malloc (40 * KiB);
+  kame_pool_free (small);
+  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  kame_pool_set_large_cache_cap (64 * MiB);
+}
+
+static size_t
+rss_bytes (void)
+{
+  FILE *f = fopen ("/proc/self/status", "r");
+  if (f == NULL)
+    return 0;
+  char line[256];
+  size_t kib = 0;
+  while (fgets (line, sizeof line, f) != NULL)
+    if (strncmp (line, "VmRSS:", 6) == 0)
+      kib = (size_t) strtoull (line + 6, NULL, 10);
+  fclose (f);
+  return kib * KiB;
+}
+
+/* Touch 256 MiB of large blocks of each tier, free them: the RSS comes
+   back to within the cache cap (plus the dirty-unit budget and some
+   slack) of where it was.  */
+KT_TEST (large_rss_drops)
+{
+  static const size_t sizes[] = { 4 * MiB, 8 * MiB, 256 * KiB, 40 * MiB };
+  kame_pool_free (kame_pool_malloc (1));
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    {
+      size_t n = 256 * MiB / sizes[k];
+      if (n > 256)
+        n = 256;
+      static void *p[256];
+      size_t before = rss_bytes ();
+      KT_CHECK (before != 0);
+      for (size_t i = 0; i < n; i++)
+        {
+          p[i] = kame_pool_malloc (sizes[k]);
+          KT_CHECK (p[i] != NULL);
+          memset (p[i], 1, sizes[k]);
+        }
+      size_t peak = rss_bytes ();
+      for (size_t i = 0; i < n; i++)
+        kame_pool_free (p[i]);
+      size_t after = rss_bytes ();
+      printf ("%zu x %zu KiB: RSS %zu MiB, %zu MiB, %zu MiB\n", n,
+              sizes[k] / KiB, before / MiB, peak / MiB, after / MiB);
+      KT_CHECK (peak >= before + n * sizes[k] / 2);
+      KT_CHECK (after <= before + kame_pool_get_large_cache_cap ()
+                         + 8 * MiB + 16 * MiB);
+      kame_pool_set_large_cache_cap (0);
+      size_t drained = rss_bytes ();
+      KT_CHECK (drained <= before + 8 * MiB + 16 * MiB);
+      kame_pool_set_large_cache_cap (64 * MiB);
+    }
+}
+
+/* realloc grows a mapping where it lies when the address space after
+   it is free, and keeps the contents either way.  */
+KT_TEST (large_realloc_grow)
+{
+  unsigned char *p = kame_pool_malloc (5 * MiB);
+  KT_CHECK (p != NULL);
+  for (size_t i = 0; i < 5 * MiB; i += 4096)
+    p[i] = (unsigned char) (i >> 12);
+  int in_place = 0;
+  size_t n = 5 * MiB;
+  for (int step = 0; step < 20; step++)
+    {
+      n += MiB + 1000;
+      unsigned char *q = kame_pool_realloc (p, n);
+      KT_CHECK (q != NULL);
+      KT_CHECK (kame_pool_malloc_usable_size (q) >= n);
+      in_place += q == p;
+      for (size_t i = 0; i < 5 * MiB; i += 4096)
+        KT_CHECK (q[i] == (unsigned char) (i >> 12));
+      q[n - 1] = 1;
+      p = q;
+    }
+  printf ("%d of 20 grown in place\n", in_place);
+  KT_CHECK (in_place >= 10);
+  /* A shrink stays in place.  */
+  KT_CHECK_PTR_EQ (kame_pool_realloc (p, 6 * MiB), p);
+  kame_pool_free (p);
+}
+
+/* calloc of a block the cache held gives zeros all the same.  */
+KT_TEST (large_calloc_recycled)
+{
+  empty_cache (64 * MiB);
+  static const size_t sizes[] = { 40 * KiB, MiB, 4 * MiB, 5 * MiB,
+                                  20 * MiB };
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    {
+      unsigned char *p = kame_pool_malloc (sizes[i]);
+      KT_CHECK (p != NULL);
+      memset (p, 0xa5, sizes[i]);
+      kame_pool_free (p);
+      unsigned char *q = kame_pool_calloc (1, sizes[i]);
+      KT_CHECK_PTR_EQ (q, p);
+      for (size_t k = 0; k < sizes[i]; k++)
+        if (q[k] != 0)
+          KT_FAILF ("byte %zu of %zu not zero", k, sizes[i]);
+      kame_pool_free (q);
+    }
+}
+
+KT_MAIN (KT_CASE (large_calloc_recycled), KT_CASE (large_full_span), KT_CASE (large_distinct_bases),
+         KT_CASE (large_double_free_cached), KT_CASE (large_no_over_serving),
+         KT_CASE (large_stats_step), KT_CASE (large_cache_cap),
+         KT_CASE (large_rss_drops), KT_CASE (large_realloc_grow))

@@ -21,9 +21,11 @@
                    to 0 (acquire).  A word that comes back with the same
                    value after an ABA is the same block with the same
                    size, so whoever wins it may use it.
-     byte count    kp_cache_total, relaxed fetch_add/fetch_sub on every
-                   put and take, so that the cap holds for the sum of
-                   both levels; it is what the statistics report.
+     byte counts   the heap record's l1_bytes, relaxed load and store by
+                   the owner; kp_l2_total, relaxed fetch_add/fetch_sub
+                   on second-level puts and takes only.  The cap bounds
+                   the second level plus the putting thread's first
+                   level; the statistics add up every heap's.
 
    A cached dedicated chunk keeps its units claimed with kind
    KP_KIND_CACHED, and a cached mapping keeps its radix entry with the
@@ -31,7 +33,8 @@
    invalid free and leaves the cache alone.  Lowering the cap evicts
    the second level and the calling thread's first level at once;
    other threads trim their first level at their next put, and drain
-   it when they exit.  Huge mappings (above 32 MiB) never enter the
+   it when they exit, so until then each other thread may hold up to
+   KP_L1_SLOTS blocks beyond the cap.  Huge mappings (above 32 MiB) never enter the
    cache, so a request is never served from a much bigger block.  */
 
 #include <config.h>
@@ -44,7 +47,7 @@
 #define KP_CACHE_SLACK_SHIFT 3          /* 1/8 */
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
-static _Atomic (size_t) kp_cache_total;
+static _Atomic (size_t) kp_l2_total;
 static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
 
 /* ---- Entries ------------------------------------------------------------ */
@@ -119,9 +122,31 @@ kp_cache_heap (void)
   return kp_heap_live (h) ? h : NULL;
 }
 
+static inline size_t
+kp_l2_bytes (void)
+{
+  return atomic_load_explicit (&kp_l2_total, memory_order_relaxed);
+}
+
+static inline size_t
+kp_l1_bytes (const kp_heap_t *h)
+{
+  return atomic_load_explicit (&h->l1_bytes, memory_order_relaxed);
+}
+
+/* The owner's update: a load and a store, no read-modify-write.  */
+static inline void
+kp_l1_bytes_add (kp_heap_t *h, size_t add, size_t sub)
+{
+  atomic_store_explicit (&h->l1_bytes, kp_l1_bytes (h) + add - sub,
+                         memory_order_relaxed);
+}
+
 static uintptr_t
 kp_l2_take (bool mapping, size_t need)
 {
+  if (kp_l2_bytes () == 0)
+    return 0;
   for (unsigned i = 0; i < KP_L2_SLOTS; i++)
     {
       uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
@@ -129,42 +154,50 @@ kp_l2_take (bool mapping, size_t need)
           && atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
                                                       memory_order_acquire,
                                                       memory_order_relaxed))
-        return e;
+        {
+          atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
+                                     memory_order_relaxed);
+          return e;
+        }
     }
   return 0;
 }
 
+/* Put E in the second level if it fits under CAP with RESERVED bytes
+   held elsewhere (the caller's first level); false otherwise.  */
 static bool
-kp_l2_put (uintptr_t e)
+kp_l2_put (uintptr_t e, size_t cap, size_t reserved)
 {
-  for (unsigned i = 0; i < KP_L2_SLOTS; i++)
-    {
-      uintptr_t empty = 0;
-      if (atomic_load_explicit (&kp_l2[i], memory_order_relaxed) == 0
-          && atomic_compare_exchange_strong_explicit (&kp_l2[i], &empty, e,
-                                                      memory_order_release,
-                                                      memory_order_relaxed))
-        return true;
-    }
+  size_t bytes = kp_entry_bytes (e);
+  size_t total = atomic_fetch_add_explicit (&kp_l2_total, bytes,
+                                            memory_order_relaxed) + bytes;
+  if (total <= cap && reserved <= cap - total)
+    for (unsigned i = 0; i < KP_L2_SLOTS; i++)
+      {
+        uintptr_t empty = 0;
+        if (atomic_load_explicit (&kp_l2[i], memory_order_relaxed) == 0
+            && atomic_compare_exchange_strong_explicit (&kp_l2[i], &empty, e,
+                                                        memory_order_release,
+                                                        memory_order_relaxed))
+          return true;
+      }
+  atomic_fetch_sub_explicit (&kp_l2_total, bytes, memory_order_relaxed);
   return false;
 }
 
-/* Release second-level entries until the total is within CAP (all of
-   them for CAP 0); true when any was released.  */
+/* Release second-level entries until it holds at most KEEP bytes;
+   true when any was released.  */
 static bool
-kp_l2_evict (size_t cap)
+kp_l2_evict (size_t keep)
 {
   bool any = false;
-  for (unsigned i = 0; i < KP_L2_SLOTS; i++)
+  for (unsigned i = 0; i < KP_L2_SLOTS && kp_l2_bytes () > keep; i++)
     {
-      if (atomic_load_explicit (&kp_cache_total, memory_order_relaxed) <= cap
-          && cap != 0)
-        break;
       uintptr_t e = atomic_exchange_explicit (&kp_l2[i], 0,
                                               memory_order_acquire);
       if (e == 0)
         continue;
-      atomic_fetch_sub_explicit (&kp_cache_total, kp_entry_bytes (e),
+      atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
                                  memory_order_relaxed);
       kp_entry_release (e);
       any = true;
@@ -172,24 +205,19 @@ kp_l2_evict (size_t cap)
   return any;
 }
 
-/* Release first-level entries of H, oldest first, until the total is
-   within CAP; true when any was released.  */
+/* Release H's first-level entries, oldest first, until it holds at
+   most KEEP bytes; true when any was released.  */
 static bool
-kp_l1_evict (kp_heap_t *h, size_t cap)
+kp_l1_evict (kp_heap_t *h, size_t keep)
 {
   bool any = false;
-  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+  for (unsigned i = 0; i < KP_L1_SLOTS && kp_l1_bytes (h) > keep; i++)
     {
-      if (cap != 0
-          && atomic_load_explicit (&kp_cache_total, memory_order_relaxed)
-             <= cap)
-        break;
       uintptr_t e = h->l1[i];
       if (e == 0)
         continue;
       h->l1[i] = 0;
-      atomic_fetch_sub_explicit (&kp_cache_total, kp_entry_bytes (e),
-                                 memory_order_relaxed);
+      kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
       kp_entry_release (e);
       any = true;
     }
@@ -201,27 +229,21 @@ kp_l1_evict (kp_heap_t *h, size_t cap)
 static uintptr_t
 kp_cache_take (bool mapping, size_t need)
 {
-  if (atomic_load_explicit (&kp_cache_total, memory_order_relaxed) == 0)
-    return 0;
-  uintptr_t e = 0;
   kp_heap_t *h = kp_cache_heap ();
   if (h != NULL)
     for (unsigned i = KP_L1_SLOTS; i-- > 0;)
       if (kp_entry_fits (h->l1[i], mapping, need))
         {
-          e = h->l1[i];
+          uintptr_t e = h->l1[i];
           h->l1[i] = 0;
-          break;
+          kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+          return e;
         }
-  if (e == 0)
-    e = kp_l2_take (mapping, need);
-  if (e != 0)
-    atomic_fetch_sub_explicit (&kp_cache_total, kp_entry_bytes (e),
-                               memory_order_relaxed);
-  return e;
+  return kp_l2_take (mapping, need);
 }
 
-/* Keep E if the cap allows; false when the caller must release it.  */
+/* Keep E if the cap allows; false when the caller must release it.
+   The cap bounds the second level plus the calling thread's first.  */
 static bool
 kp_cache_put (uintptr_t e)
 {
@@ -229,43 +251,38 @@ kp_cache_put (uintptr_t e)
   size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
   if (bytes > cap)
     return false;
-  size_t total = atomic_fetch_add_explicit (&kp_cache_total, bytes,
-                                            memory_order_relaxed) + bytes;
   kp_heap_t *h = kp_cache_heap ();
-  if (total > cap && h != NULL)
+  if (h == NULL)
+    return kp_l2_put (e, cap, 0);
+  /* Make room: the oldest entry moves to the second level when the
+     first is full, and entries are released while over the cap.  */
+  if (h->l1[0] != 0)
     {
-      kp_l1_evict (h, cap);
-      total = atomic_load_explicit (&kp_cache_total, memory_order_relaxed);
+      uintptr_t old = h->l1[0];
+      h->l1[0] = 0;
+      size_t ob = kp_entry_bytes (old);
+      kp_l1_bytes_add (h, 0, ob);
+      if (!kp_l2_put (old, cap, kp_l1_bytes (h) + bytes))
+        kp_entry_release (old);
     }
-  if (total > cap)
-    {
-      atomic_fetch_sub_explicit (&kp_cache_total, bytes, memory_order_relaxed);
-      return false;
-    }
-  if (h != NULL)
-    {
-      /* Newest last; a full first level pushes its oldest to the
-         second.  */
-      if (h->l1[0] != 0)
-        {
-          uintptr_t old = h->l1[0];
-          if (!kp_l2_put (old))
-            {
-              atomic_fetch_sub_explicit (&kp_cache_total,
-                                         kp_entry_bytes (old),
-                                         memory_order_relaxed);
-              kp_entry_release (old);
-            }
-        }
-      for (unsigned i = 0; i + 1 < KP_L1_SLOTS; i++)
-        h->l1[i] = h->l1[i + 1];
-      h->l1[KP_L1_SLOTS - 1] = e;
-      return true;
-    }
-  if (kp_l2_put (e))
-    return true;
-  atomic_fetch_sub_explicit (&kp_cache_total, bytes, memory_order_relaxed);
-  return false;
+  size_t l2 = kp_l2_bytes ();
+  if (l2 > cap - bytes)
+    return false;
+  if (kp_l1_bytes (h) > cap - bytes - l2)
+    kp_l1_evict (h, cap - bytes - l2);
+  /* Oldest first: close the gaps, keeping the order, then append.  */
+  unsigned n = 0;
+  for (unsigned k = 0; k < KP_L1_SLOTS; k++)
+    if (h->l1[k] != 0)
+      {
+        uintptr_t v = h->l1[k];
+        h->l1[k] = 0;
+        h->l1[n++] = v;
+      }
+  KP_ASSERT (n < KP_L1_SLOTS);
+  h->l1[n] = e;
+  kp_l1_bytes_add (h, bytes, 0);
+  return true;
 }
 
 /* ---- The tiers' interface ----------------------------------------------- */
@@ -331,7 +348,10 @@ kp_cache_thread_exit (kp_heap_t *h)
 size_t
 kp_cache_bytes (void)
 {
-  return atomic_load_explicit (&kp_cache_total, memory_order_relaxed);
+  size_t total = kp_l2_bytes ();
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    total += kp_l1_bytes (h);
+  return total;
 }
 
 /* ---- Public calls ------------------------------------------------------- */
@@ -340,12 +360,11 @@ void
 kame_pool_set_large_cache_cap (size_t bytes)
 {
   atomic_store_explicit (&kp_cache_cap, bytes, memory_order_relaxed);
-  if (atomic_load_explicit (&kp_cache_total, memory_order_relaxed) <= bytes)
-    return;
   kp_l2_evict (bytes);
   kp_heap_t *h = kp_cache_heap ();
+  size_t l2 = kp_l2_bytes ();
   if (h != NULL)
-    kp_l1_evict (h, bytes);
+    kp_l1_evict (h, l2 < bytes ? bytes - l2 : 0);
 }
 
 size_t

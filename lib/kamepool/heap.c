@@ -73,6 +73,12 @@ kp_heap_acquire (void)
   return &slab[0];
 }
 
+kp_heap_t *
+kp_heap_list (void)
+{
+  return atomic_load_explicit (&kp_heaps, memory_order_acquire);
+}
+
 void
 kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
 {

@@ -195,6 +195,9 @@ struct kp_heap
   /* First level of the large recycle cache (cache.c): entries, oldest
      first, 0 when empty.  Plain: only the owning thread uses them.  */
   uintptr_t l1[KP_L1_SLOTS];
+  /* Their bytes: written by the owner with relaxed stores (never a
+     read-modify-write), read relaxed by kame_pool_get_stats.  */
+  _Atomic (size_t) l1_bytes;
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -327,6 +330,7 @@ KP_HIDDEN bool kp_heap_process_init (void);
 KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
+KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 
 /* ---- Process init, libc fallback (init.c) ------------------------------ */
 

@@ -226,7 +226,7 @@ kp_l1_evict (kp_heap_t *h, size_t keep)
 
 /* Take a cached block for a request: a dedicated chunk of exactly NEED
    bytes of units, or a mapping of at least NEED bytes.  */
-static uintptr_t
+KP_INLINE uintptr_t
 kp_cache_take (bool mapping, size_t need)
 {
   kp_heap_t *h = kp_cache_heap ();
@@ -244,7 +244,7 @@ kp_cache_take (bool mapping, size_t need)
 
 /* Keep E if the cap allows; false when the caller must release it.
    The cap bounds the second level plus the calling thread's first.  */
-static bool
+KP_INLINE bool
 kp_cache_put (uintptr_t e)
 {
   size_t bytes = kp_entry_bytes (e);

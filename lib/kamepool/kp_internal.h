@@ -198,6 +198,9 @@ struct kp_heap
   /* Their bytes: written by the owner with relaxed stores (never a
      read-modify-write), read relaxed by kame_pool_get_stats.  */
   _Atomic (size_t) l1_bytes;
+  /* Large mappings made minus freed by this thread, and their bytes
+     (large.c); same rules as l1_bytes.  */
+  _Atomic (size_t) large_count, large_bytes;
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -353,8 +356,7 @@ KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
 KP_HIDDEN bool kp_large_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
-KP_HIDDEN extern _Atomic (size_t) kp_stat_large_count;
-KP_HIDDEN extern _Atomic (size_t) kp_stat_large_bytes;
+KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
 /* Out of units (the cap, or the kernel refused a region): drain the
    large cache and claim once more.  */
 KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units);

@@ -39,8 +39,52 @@ typedef struct kp_large_header
   bool recycled;                /* from the cache: not zero-filled */
 } kp_large_header_t;
 
-_Atomic (size_t) kp_stat_large_count;  /* relaxed counters */
-_Atomic (size_t) kp_stat_large_bytes;
+/* Live mappings and their bytes, for kame_pool_get_stats: the sum of
+   these and of every heap record's large_count and large_bytes.  A
+   thread with a heap counts in its record (relaxed load and store, no
+   read-modify-write); a thread without one here.  The parts may wrap
+   below zero (a block freed by another thread than its maker's); the
+   sum, modulo SIZE_MAX + 1, is exact.  */
+static _Atomic (size_t) kp_stat_large_count;
+static _Atomic (size_t) kp_stat_large_bytes;
+
+static inline void
+kp_large_stat (size_t count, size_t bytes)
+{
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (kp_heap_live (h)))
+    {
+      atomic_store_explicit (&h->large_count,
+                             atomic_load_explicit (&h->large_count,
+                                                   memory_order_relaxed)
+                             + count, memory_order_relaxed);
+      atomic_store_explicit (&h->large_bytes,
+                             atomic_load_explicit (&h->large_bytes,
+                                                   memory_order_relaxed)
+                             + bytes, memory_order_relaxed);
+      return;
+    }
+  atomic_fetch_add_explicit (&kp_stat_large_count, count,
+                             memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_stat_large_bytes, bytes,
+                             memory_order_relaxed);
+}
+
+void
+kp_large_stats (size_t *count, size_t *bytes)
+{
+  size_t c = atomic_load_explicit (&kp_stat_large_count,
+                                   memory_order_relaxed);
+  size_t b = atomic_load_explicit (&kp_stat_large_bytes,
+                                   memory_order_relaxed);
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      c += atomic_load_explicit (&h->large_count, memory_order_relaxed);
+      b += atomic_load_explicit (&h->large_bytes, memory_order_relaxed);
+    }
+  *count = c;
+  *bytes = b;
+}
 _Atomic (int) kp_cap_strict;
 
 kp_chunk_t *
@@ -186,9 +230,7 @@ kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
   hdr->map_size = map_size;
   hdr->block = block;
   hdr->recycled = false;
-  atomic_fetch_add_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit (&kp_stat_large_bytes, map_size,
-                             memory_order_relaxed);
+  kp_large_stat (1, map_size);
   kp_radix_set ((uintptr_t) kp_region_of (block), kind);
   return block;
 }
@@ -350,9 +392,7 @@ kp_large_free (void *p, int kind)
     }
   size_t map_size = hdr->map_size;
   char *map_base = hdr->map_base;
-  atomic_fetch_sub_explicit (&kp_stat_large_count, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit (&kp_stat_large_bytes, map_size,
-                             memory_order_relaxed);
+  kp_large_stat ((size_t) -1, (size_t) 0 - map_size);
   /* Marked before the put: once in the cache, another thread may take
      it and write the header.  */
   if (kind == KP_RADIX_LARGE && hdr->block == map_base + kp_os_page_size ())
@@ -388,8 +428,7 @@ kp_large_grow (void *p, size_t n)
   errno = saved;
   if (q != hdr->map_base)
     return false;
-  atomic_fetch_add_explicit (&kp_stat_large_bytes, want - hdr->map_size,
-                             memory_order_relaxed);
+  kp_large_stat (0, want - hdr->map_size);
   hdr->map_size = want;
   hdr->size = n;
   return true;

@@ -59,8 +59,5 @@ kame_pool_get_stats (kame_pool_stats_t *s)
     return;
   s->cache_bytes = kp_cache_bytes ();
   s->dedicated_chunk_bytes = dedicated;
-  s->large_alloc_count = atomic_load_explicit (&kp_stat_large_count,
-                                               memory_order_relaxed);
-  s->large_alloc_bytes = atomic_load_explicit (&kp_stat_large_bytes,
-                                               memory_order_relaxed);
+  kp_large_stats (&s->large_alloc_count, &s->large_alloc_bytes);
 }

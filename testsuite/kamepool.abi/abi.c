@@ -1,11 +1,9 @@
-/* abi.c -- kamepool.abi: what the built libraries export, and that the
-   allocator's fast paths contain no atomic read-modify-write.
+/* abi.c -- kamepool.abi: what the built libraries export.
 
    The exported symbols are read with nm -D from the libraries this
    program is linked with (found with dladdr); the expected sets are
    the functions declared in the public headers, plus the malloc family
-   and the C++ operators in an interposing build.  The fast paths are
-   read with objdump -d.
+   and the C++ operators in an interposing build.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -200,60 +198,5 @@ KT_TEST (libckarena_exports_exactly_its_interface)
                 got.name[i]);
 }
 
-/* The body of FN in the disassembly of LIB, up to the next symbol;
-   true if it was found, with *LOCKED set when it holds a lock prefix
-   or an xchg (an atomic read-modify-write).  */
-static bool
-scan_function (const char *lib, const char *fn, bool *locked, int *insns)
-{
-  char cmd[4200];
-  snprintf (cmd, sizeof cmd, "objdump -d --no-show-raw-insn '%s'", lib);
-  FILE *f = popen (cmd, "r");
-  if (f == NULL)
-    return false;
-  char want[300], line[1024];
-  snprintf (want, sizeof want, "<%s>:", fn);
-  bool in = false, found = false;
-  *locked = false;
-  *insns = 0;
-  while (fgets (line, sizeof line, f) != NULL)
-    {
-      if (strstr (line, ">:") != NULL)
-        {
-          in = strstr (line, want) != NULL;
-          found |= in;
-          continue;
-        }
-      if (!in || strchr (line, ':') == NULL)
-        continue;
-      (*insns)++;
-      if (strstr (line, "lock ") != NULL || strstr (line, "xchg") != NULL)
-        *locked = true;
-    }
-  pclose (f);
-  return found;
-}
-
-KT_TEST (malloc_and_free_fast_paths_have_no_atomic_rmw)
-{
-  const char *lib = object_of ((void *) kame_pool_malloc);
-  KT_CHECK (lib != NULL);
-  static const char *const fns[] = { "kame_pool_malloc", "kame_pool_free" };
-  for (size_t i = 0; i < 2; i++)
-    {
-      bool locked;
-      int insns;
-      if (!scan_function (lib, fns[i], &locked, &insns))
-        KT_FAILF ("%s not found in the disassembly of %s", fns[i], lib);
-      if (locked)
-        KT_FAILF ("%s has an atomic read-modify-write instruction", fns[i]);
-      /* The fast path is inlined whole: a few dozen instructions.  */
-      if (insns > 64)
-        KT_FAILF ("%s has %d instructions: the fast path is not inline",
-                  fns[i], insns);
-    }
-}
-
 KT_MAIN (KT_CASE (libkamepool_exports_exactly_its_interface),
-         KT_CASE (libckarena_exports_exactly_its_interface),
-         KT_CASE (malloc_and_free_fast_paths_have_no_atomic_rmw))
+         KT_CASE (libckarena_exports_exactly_its_interface))

@@ -1,0 +1,82 @@
+/* fastpath.c -- kamepool.abi: the malloc and free fast paths are
+   inlined into the entry points and contain no atomic read-modify-write
+   (the owner's allocation and free are plain loads and stores).  Read
+   with objdump -d from the library this program is linked with.  A
+   sanitizer build instruments every access, so it is left out.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+/* kptest-options: -D_GNU_SOURCE */
+/* kptest-requires: no-sanitizer */
+
+#include <dlfcn.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+/* The path of the shared object that defines ADDR.  */
+static const char *
+object_of (const void *addr)
+{
+  Dl_info info;
+  if (dladdr (addr, &info) == 0 || info.dli_fname == NULL)
+    return NULL;
+  return info.dli_fname;
+}
+
+/* The body of FN in the disassembly of LIB, up to the next symbol;
+   true if it was found, with *LOCKED set when it holds a lock prefix
+   or an xchg (an atomic read-modify-write).  */
+static bool
+scan_function (const char *lib, const char *fn, bool *locked, int *insns)
+{
+  char cmd[4200];
+  snprintf (cmd, sizeof cmd, "objdump -d --no-show-raw-insn '%s'", lib);
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return false;
+  char want[300], line[1024];
+  snprintf (want, sizeof want, "<%s>:", fn);
+  bool in = false, found = false;
+  *locked = false;
+  *insns = 0;
+  while (fgets (line, sizeof line, f) != NULL)
+    {
+      if (strstr (line, ">:") != NULL)
+        {
+          in = strstr (line, want) != NULL;
+          found |= in;
+          continue;
+        }
+      if (!in || strchr (line, ':') == NULL)
+        continue;
+      (*insns)++;
+      if (strstr (line, "lock ") != NULL || strstr (line, "xchg") != NULL)
+        *locked = true;
+    }
+  pclose (f);
+  return found;
+}
+
+KT_TEST (malloc_and_free_fast_paths_have_no_atomic_rmw)
+{
+  const char *lib = object_of ((void *) kame_pool_malloc);
+  KT_CHECK (lib != NULL);
+  static const char *const fns[] = { "kame_pool_malloc", "kame_pool_free" };
+  for (size_t i = 0; i < 2; i++)
+    {
+      bool locked;
+      int insns;
+      if (!scan_function (lib, fns[i], &locked, &insns))
+        KT_FAILF ("%s not found in the disassembly of %s", fns[i], lib);
+      if (locked)
+        KT_FAILF ("%s has an atomic read-modify-write instruction", fns[i]);
+      /* The fast path is inlined whole: a few dozen instructions.  */
+      if (insns > 64)
+        KT_FAILF ("%s has %d instructions: the fast path is not inline",
+                  fns[i], insns);
+    }
+}
+
+KT_MAIN (KT_CASE (malloc_and_free_fast_paths_have_no_atomic_rmw))

@@ -27,7 +27,7 @@ object_of (const void *addr)
 
 /* The body of FN in the disassembly of LIB, up to the next symbol;
    true if it was found, with *LOCKED set when it holds a lock prefix
-   or an xchg (an atomic read-modify-write).  */
+   or an xchg with memory (an atomic read-modify-write).  */
 static bool
 scan_function (const char *lib, const char *fn, bool *locked, int *insns)
 {
@@ -52,7 +52,11 @@ scan_function (const char *lib, const char *fn, bool *locked, int *insns)
       if (!in || strchr (line, ':') == NULL)
         continue;
       (*insns)++;
-      if (strstr (line, "lock ") != NULL || strstr (line, "xchg") != NULL)
+      /* A lock prefix, or an xchg with memory (implicitly locked);
+         "xchg %ax,%ax" is only padding.  */
+      const char *x = strstr (line, "xchg");
+      if (strstr (line, "lock ") != NULL
+          || (x != NULL && strchr (x, '(') != NULL))
         *locked = true;
     }
   pclose (f);

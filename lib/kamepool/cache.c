@@ -103,6 +103,14 @@ kp_entry_fits (uintptr_t e, bool mapping, size_t need)
   return have >= need && have - need <= need >> KP_CACHE_SLACK_SHIFT;
 }
 
+/* Could E serve the request once trimmed: same kind, bigger?  */
+static inline bool
+kp_entry_bigger (uintptr_t e, bool mapping, size_t need)
+{
+  return e != 0 && kp_entry_is_mapping (e) == mapping
+         && kp_entry_bytes (e) > need;
+}
+
 /* Give E's memory back for good.  */
 static void
 kp_entry_release (uintptr_t e)
@@ -142,25 +150,44 @@ kp_l1_bytes_add (kp_heap_t *h, size_t add, size_t sub)
                          memory_order_relaxed);
 }
 
+static inline uintptr_t
+kp_l2_take_slot (unsigned i, uintptr_t e)
+{
+  if (!atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
+                                                memory_order_acquire,
+                                                memory_order_relaxed))
+    return 0;
+  atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
+                             memory_order_relaxed);
+  return e;
+}
+
+/* A second-level entry that fits, or else the smallest one that is
+   bigger (when BIGGER), or 0.  */
 static uintptr_t
-kp_l2_take (bool mapping, size_t need)
+kp_l2_take (bool mapping, size_t need, bool bigger)
 {
   if (kp_l2_bytes () == 0)
     return 0;
+  unsigned best = KP_L2_SLOTS;
+  uintptr_t best_e = 0;
   for (unsigned i = 0; i < KP_L2_SLOTS; i++)
     {
       uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
-      if (kp_entry_fits (e, mapping, need)
-          && atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed))
+      if (kp_entry_fits (e, mapping, need))
         {
-          atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
-                                     memory_order_relaxed);
-          return e;
+          e = kp_l2_take_slot (i, e);
+          if (e != 0)
+            return e;
+        }
+      else if (bigger && kp_entry_bigger (e, mapping, need)
+               && (best_e == 0 || kp_entry_bytes (e) < kp_entry_bytes (best_e)))
+        {
+          best = i;
+          best_e = e;
         }
     }
-  return 0;
+  return best_e != 0 ? kp_l2_take_slot (best, best_e) : 0;
 }
 
 /* Put E in the second level if it fits under CAP with RESERVED bytes
@@ -224,22 +251,37 @@ kp_l1_evict (kp_heap_t *h, size_t keep)
   return any;
 }
 
-/* Take a cached block for a request: a dedicated chunk of exactly NEED
-   bytes of units, or a mapping of at least NEED bytes.  */
+/* Take a cached block for a request: a dedicated chunk of NEED bytes
+   of units, or a mapping of NEED bytes.  One that fits is best; else
+   the smallest bigger one, which the caller trims to size.  */
 KP_INLINE uintptr_t
 kp_cache_take (bool mapping, size_t need)
 {
   kp_heap_t *h = kp_cache_heap ();
+  unsigned bigger = KP_L1_SLOTS;
   if (h != NULL)
     for (unsigned i = KP_L1_SLOTS; i-- > 0;)
-      if (kp_entry_fits (h->l1[i], mapping, need))
-        {
-          uintptr_t e = h->l1[i];
-          h->l1[i] = 0;
-          kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
-          return e;
-        }
-  return kp_l2_take (mapping, need);
+      {
+        uintptr_t e = h->l1[i];
+        if (kp_entry_fits (e, mapping, need))
+          {
+            h->l1[i] = 0;
+            kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+            return e;
+          }
+        if (kp_entry_bigger (e, mapping, need)
+            && (bigger == KP_L1_SLOTS
+                || kp_entry_bytes (e) < kp_entry_bytes (h->l1[bigger])))
+          bigger = i;
+      }
+  uintptr_t e = kp_l2_take (mapping, need, bigger == KP_L1_SLOTS);
+  if (e == 0 && bigger != KP_L1_SLOTS)
+    {
+      e = h->l1[bigger];
+      h->l1[bigger] = 0;
+      kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+    }
+  return e;
 }
 
 /* Keep E if the cap allows; false when the caller must release it.
@@ -294,6 +336,13 @@ kp_cache_take_chunk (unsigned units)
   if (e == 0)
     return NULL;
   kp_chunk_t *c = kp_chunk_of (kp_entry_base (e));
+  if (kp_entry_bytes (e) >> KP_UNIT_SHIFT > units)
+    {
+      /* The rest stays resident in the cache while the cap allows.  */
+      kp_chunk_t *t = kp_dedicated_trim (c, units);
+      if (!kp_cache_put (kp_entry_chunk (t)))
+        kp_units_release (t, KP_PAGES_LAZY);
+    }
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
   return c;
 }
@@ -317,6 +366,8 @@ kp_cache_take_mapping (size_t map_size, size_t *got)
   if (e == 0)
     return NULL;
   *got = kp_entry_bytes (e);
+  if (!kp_entry_fits (e, true, map_size))
+    *got = kp_mapping_trim (kp_entry_base (e), *got, map_size);
   return kp_entry_base (e);
 }
 

@@ -383,8 +383,11 @@ KP_HIDDEN bool kp_cache_put_chunk (kp_chunk_t *c);
    *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
 KP_HIDDEN bool kp_cache_put_mapping (void *base, size_t map_size);
-/* large.c: unmap a mapping the cache held.  */
+/* large.c: unmap a mapping the cache held; cut a cached mapping or
+   dedicated chunk down to what a request needs.  */
 KP_HIDDEN void kp_mapping_release (void *base);
+KP_HIDDEN size_t kp_mapping_trim (void *base, size_t have, size_t want);
+KP_HIDDEN kp_chunk_t *kp_dedicated_trim (kp_chunk_t *c, unsigned units);
 
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 

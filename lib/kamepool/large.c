@@ -144,6 +144,38 @@ kp_dedicated_alloc (size_t n)
   return kp_chunk_data (c);
 }
 
+/* C is a cached dedicated chunk, held by this thread alone: keep its
+   first UNITS units and make the others a cached chunk of their own,
+   returned, so that a bigger cached chunk serves a smaller request
+   without holding more than it asked for.  A run never crosses a claim
+   word, so the tail's eventual release clears bits of one word, as any
+   release does.  */
+kp_chunk_t *
+kp_dedicated_trim (kp_chunk_t *c, unsigned units)
+{
+  kp_region_t *r = kp_region_of (c);
+  unsigned base = kp_chunk_base_unit (c);
+  unsigned total = atomic_load_explicit (&c->units, memory_order_relaxed);
+  KP_ASSERT (units >= 1 && units < total);
+  unsigned rest = total - units;
+  kp_chunk_t *t = &r->desc[base + units];
+  /* We hold every unit of the run, so the back-offsets are ours to
+     rewrite (region.c writes them only after winning the claim).  */
+  for (unsigned i = 0; i < rest; i++)
+    atomic_store_explicit (&r->back[base + units + i], (uint8_t) i,
+                           memory_order_relaxed);
+  atomic_store_explicit (&t->units, (uint8_t) rest, memory_order_relaxed);
+  atomic_store_explicit (&t->kind, KP_KIND_CACHED, memory_order_relaxed);
+  atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
+  atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
+                         memory_order_relaxed);
+  atomic_store_explicit (&t->block_size, (uint32_t) rest << KP_UNIT_SHIFT,
+                         memory_order_relaxed);
+  atomic_store_explicit (&t->xthread_free, KP_TF_OWNED, memory_order_relaxed);
+  atomic_store_explicit (&t->owner, NULL, memory_order_relaxed);
+  return t;
+}
+
 void
 kp_dedicated_free (kp_chunk_t *c, void *p)
 {
@@ -339,6 +371,16 @@ kp_mapping_unmap (kp_large_header_t *hdr)
   /* The entry goes first, so a double free finds nothing of ours.  */
   kp_radix_set ((uintptr_t) kp_region_of (hdr->block), KP_RADIX_NONE);
   kp_os_unmap (map_base, map_size);
+}
+
+size_t
+kp_mapping_trim (void *base, size_t have, size_t want)
+{
+  int saved = errno;
+  /* Shrinking in place cannot fail on Linux; if it does, keep it all.  */
+  void *q = mremap (base, have, want, 0);
+  errno = saved;
+  return q == base ? want : have;
 }
 
 void

@@ -371,6 +371,59 @@ kp_cache_take_mapping (size_t map_size, size_t *got)
   return kp_entry_base (e);
 }
 
+/* The biggest cached mapping smaller than MAP_SIZE but at least half
+   of it (its size in *GOT), for the caller to grow in place, or NULL.
+   Growing faults in only the difference, where a new mapping would
+   fault in all of it.  */
+void *
+kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
+{
+  size_t floor = map_size / 2;
+  kp_heap_t *h = kp_cache_heap ();
+  uintptr_t e = 0;
+  if (h != NULL)
+    {
+      unsigned best = KP_L1_SLOTS;
+      for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+        {
+          uintptr_t v = h->l1[i];
+          if (v != 0 && kp_entry_is_mapping (v)
+              && kp_entry_bytes (v) < map_size && kp_entry_bytes (v) >= floor
+              && (best == KP_L1_SLOTS
+                  || kp_entry_bytes (v) > kp_entry_bytes (h->l1[best])))
+            best = i;
+        }
+      if (best != KP_L1_SLOTS)
+        {
+          e = h->l1[best];
+          h->l1[best] = 0;
+          kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+        }
+    }
+  if (e == 0 && kp_l2_bytes () != 0)
+    {
+      unsigned best = KP_L2_SLOTS;
+      uintptr_t best_e = 0;
+      for (unsigned i = 0; i < KP_L2_SLOTS; i++)
+        {
+          uintptr_t v = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
+          if (v != 0 && kp_entry_is_mapping (v)
+              && kp_entry_bytes (v) < map_size && kp_entry_bytes (v) >= floor
+              && (best_e == 0 || kp_entry_bytes (v) > kp_entry_bytes (best_e)))
+            {
+              best = i;
+              best_e = v;
+            }
+        }
+      if (best_e != 0)
+        e = kp_l2_take_slot (best, best_e);
+    }
+  if (e == 0)
+    return NULL;
+  *got = kp_entry_bytes (e);
+  return kp_entry_base (e);
+}
+
 bool
 kp_cache_put_mapping (void *base, size_t map_size)
 {

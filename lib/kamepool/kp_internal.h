@@ -383,6 +383,7 @@ KP_HIDDEN bool kp_cache_put_chunk (kp_chunk_t *c);
    *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
 KP_HIDDEN bool kp_cache_put_mapping (void *base, size_t map_size);
+KP_HIDDEN void *kp_cache_take_mapping_smaller (size_t map_size, size_t *got);
 /* large.c: unmap a mapping the cache held; cut a cached mapping or
    dedicated chunk down to what a request needs.  */
 KP_HIDDEN void kp_mapping_release (void *base);

@@ -286,6 +286,23 @@ kp_mapping_alloc (size_t n, size_t align)
     {
       size_t got;
       char *cached = kp_cache_take_mapping (map_size, &got);
+      if (cached == NULL
+          && (cached = kp_cache_take_mapping_smaller (map_size, &got))
+             != NULL)
+        {
+          int saved = errno;
+          void *q = mremap (cached, got, map_size, 0);
+          errno = saved;
+          if (q == cached)
+            got = map_size;
+          else
+            {
+              /* Something lies after it: back to the cache.  */
+              if (!kp_cache_put_mapping (cached, got))
+                kp_mapping_release (cached);
+              cached = NULL;
+            }
+        }
       if (cached != NULL)
         {
           void *p = kp_mapping_publish ((kp_large_header_t *) cached, n,

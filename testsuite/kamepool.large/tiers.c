@@ -447,7 +447,35 @@ KT_TEST (large_calloc_recycled)
     }
 }
 
-KT_MAIN (KT_CASE (large_calloc_recycled), KT_CASE (large_full_span), KT_CASE (large_distinct_bases),
+/* A cached mapping smaller than a request, but at least half of it,
+   is grown in place (the rest of its 32 MiB slot is free in this
+   small process), so only the difference faults in.  */
+KT_TEST (large_cache_grows_mapping)
+{
+  empty_cache (64 * MiB);
+  unsigned char *p = kame_pool_malloc (5 * MiB);
+  KT_CHECK (p != NULL);
+  memset (p, 0x5a, 5 * MiB);
+  kame_pool_free (p);
+  kame_pool_stats_t before = stats ();
+  KT_CHECK (before.cache_bytes >= 5 * MiB);
+  unsigned char *q = kame_pool_malloc (8 * MiB);
+  KT_CHECK_PTR_EQ (q, p);
+  size_t usable = kame_pool_malloc_usable_size (q);
+  KT_CHECK (usable >= 8 * MiB && usable < 8 * MiB + 8192);
+  kame_pool_stats_t after = stats ();
+  KT_CHECK_EQ (after.cache_bytes + 5 * MiB + 4096, before.cache_bytes);
+  KT_CHECK_EQ (after.large_alloc_bytes,
+               before.large_alloc_bytes + usable + 4096);
+  KT_CHECK (paint_and_check (q, usable));
+  /* Less than half: a mapping of its own.  */
+  kame_pool_free (q);
+  unsigned char *r = kame_pool_malloc (20 * MiB);
+  KT_CHECK (r != NULL && r != q);
+  kame_pool_free (r);
+}
+
+KT_MAIN (KT_CASE (large_cache_grows_mapping), KT_CASE (large_calloc_recycled), KT_CASE (large_full_span), KT_CASE (large_distinct_bases),
          KT_CASE (large_double_free_cached), KT_CASE (large_no_over_serving),
          KT_CASE (large_stats_step), KT_CASE (large_cache_cap),
          KT_CASE (large_rss_drops), KT_CASE (large_realloc_grow))

@@ -70,26 +70,6 @@ kame_pool_posix_memalign (void **memptr, size_t alignment, size_t size)
   return 0;
 }
 
-/* For new.cc: the same calls, hidden, so that operator new does not go
-   through the PLT of the exported names.  */
-void *
-kp_new_malloc (size_t n)
-{
-  return kp_malloc (n);
-}
-
-void *
-kp_new_memalign (size_t align, size_t n)
-{
-  return kp_memalign (align, n);
-}
-
-void
-kp_new_free (void *p)
-{
-  kp_free (p);
-}
-
 size_t
 kame_pool_malloc_usable_size (const void *ptr)
 {

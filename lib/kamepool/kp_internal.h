@@ -398,10 +398,6 @@ KP_HIDDEN size_t kp_usable_size (const void *p);
 KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);
-/* api.c, for operator new (new.cc declares them itself).  */
-KP_HIDDEN void *kp_new_malloc (size_t n);
-KP_HIDDEN void *kp_new_memalign (size_t align, size_t n);
-KP_HIDDEN void kp_new_free (void *p);
 
 /* malloc's fast path: one table lookup, one TLS load, a list pop.  */
 KP_INLINE void *

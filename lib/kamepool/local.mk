@@ -22,27 +22,13 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/init.c
 if KP_INTERPOSE
 libkamepool_la_SOURCES += lib/kamepool/interpose.c
-if KP_CXX
-## operator new/delete: the library then links with $(CXX), and needs
-## libstdc++ for std::get_new_handler and std::bad_alloc only.
-libkamepool_la_SOURCES += lib/kamepool/new.cc
-endif
 endif
 libkamepool_la_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDING_LIBKAMEPOOL
 ## The hot paths are small; -O2 with no semantic interposition lets the
 ## compiler inline them into every entry point.
 libkamepool_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition -ftls-model=$(KP_TLS_MODEL)
-libkamepool_la_CXXFLAGS = $(AM_CXXFLAGS) -std=gnu++17 -fno-semantic-interposition
 libkamepool_la_LIBADD = $(NUMA_LIBS) $(PTHREAD_LIBS) $(LIBS)
 libkamepool_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -version-info $(KAMEPOOL_LT_VERSION)
-if KP_INTERPOSE
-if KP_CXX
-if HAVE_LD_VERSION_SCRIPT
-## GNU ld: drop libm, which the C++ link adds and nothing uses.
-libkamepool_la_LDFLAGS += -Wl,--as-needed
-endif
-endif
-endif
 if HAVE_LD_VERSION_SCRIPT
 libkamepool_la_LDFLAGS += -Wl,--version-script=$(srcdir)/lib/kamepool/libkamepool.map
 EXTRA_libkamepool_la_DEPENDENCIES = lib/kamepool/libkamepool.map
@@ -51,6 +37,22 @@ EXTRA_DIST += lib/kamepool/libkamepool.map lib/kamepool/gen-sizeclass-lut.sh \
 	kamepool-run.in
 
 pkgconfig_DATA += kamepool.pc
+
+## libkamepool-cxx: operator new and delete (new.cc).  A library of its
+## own so that libkamepool does not bring libstdc++ into every C
+## program that preloads it; see the comment at the top of new.cc.
+if KP_INTERPOSE
+if KP_CXX
+lib_LTLIBRARIES += libkamepool-cxx.la
+libkamepool_cxx_la_SOURCES = lib/kamepool/new.cc
+libkamepool_cxx_la_CPPFLAGS = $(AM_CPPFLAGS)
+libkamepool_cxx_la_CXXFLAGS = $(AM_CXXFLAGS) -std=gnu++17
+libkamepool_cxx_la_LIBADD = libkamepool.la
+libkamepool_cxx_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined \
+	-version-info $(KAMEPOOL_LT_VERSION)
+pkgconfig_DATA += kamepool-cxx.pc
+endif
+endif
 
 ## kamepool-run: made by make, so that it names the installed library.
 bin_SCRIPTS += kamepool-run

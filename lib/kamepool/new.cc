@@ -1,7 +1,16 @@
-/* new.cc -- the replaceable C++ operator new and operator delete, all
-   of their forms, served by the pool.  Built when configure
-   --enable-cxx (the default) and the malloc family is interposed: the
-   address and thread sanitizers own operator new as they own malloc.
+/* new.cc -- libkamepool-cxx: the replaceable C++ operator new and
+   operator delete, all of their forms, served by the pool.  Built when
+   configure --enable-cxx (the default) and the malloc family is
+   interposed: the address and thread sanitizers own operator new as
+   they own malloc.
+
+   It is a library of its own, linked with -lkamepool-cxx or preloaded
+   next to libkamepool.so, because it needs libstdc++ (for
+   std::get_new_handler and std::bad_alloc): in libkamepool itself,
+   every C program that preloads the pool would map libstdc++ and its
+   dependencies, about 2 MiB of resident memory.  A C++ program that
+   uses libkamepool alone still gets pool memory from new, through
+   libstdc++'s operator new, which calls malloc.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -20,19 +29,9 @@
 #include <cstddef>
 #include <new>
 
-#define KP_CXX_EXPORT __attribute__ ((__visibility__ ("default")))
+#include "kame_pool.h"
 
-/* Hidden entry points of api.c: calls to them skip the PLT that a call
-   to the exported kame_pool_* functions would take.  */
-extern "C"
-{
-  __attribute__ ((__visibility__ ("hidden"))) void *
-  kp_new_malloc (std::size_t n) noexcept;
-  __attribute__ ((__visibility__ ("hidden"))) void *
-  kp_new_memalign (std::size_t align, std::size_t n) noexcept;
-  __attribute__ ((__visibility__ ("hidden"))) void
-  kp_new_free (void *p) noexcept;
-}
+#define KP_CXX_EXPORT __attribute__ ((__visibility__ ("default")))
 
 namespace
 {
@@ -46,7 +45,7 @@ namespace
   inline void *
   try_alloc (std::size_t n, std::size_t align) noexcept
   {
-    return align == 0 ? kp_new_malloc (n) : kp_new_memalign (align, n);
+    return align == 0 ? kame_pool_malloc (n) : kame_pool_aligned_alloc (align, n);
   }
 
   /* The new_handler loop of [new.delete.single]: retry after every call
@@ -89,7 +88,7 @@ namespace
 KP_CXX_EXPORT void *
 operator new (std::size_t n)
 {
-  void *p = kp_new_malloc (n);
+  void *p = kame_pool_malloc (n);
   if (__builtin_expect (p != nullptr, 1))
     return p;
   return alloc_or_throw (n, 0);
@@ -98,7 +97,7 @@ operator new (std::size_t n)
 KP_CXX_EXPORT void *
 operator new[] (std::size_t n)
 {
-  void *p = kp_new_malloc (n);
+  void *p = kame_pool_malloc (n);
   if (__builtin_expect (p != nullptr, 1))
     return p;
   return alloc_or_throw (n, 0);
@@ -107,7 +106,7 @@ operator new[] (std::size_t n)
 KP_CXX_EXPORT void *
 operator new (std::size_t n, const std::nothrow_t &) noexcept
 {
-  void *p = kp_new_malloc (n);
+  void *p = kame_pool_malloc (n);
   if (__builtin_expect (p != nullptr, 1))
     return p;
   return alloc_or_null (n, 0);
@@ -116,7 +115,7 @@ operator new (std::size_t n, const std::nothrow_t &) noexcept
 KP_CXX_EXPORT void *
 operator new[] (std::size_t n, const std::nothrow_t &) noexcept
 {
-  void *p = kp_new_malloc (n);
+  void *p = kame_pool_malloc (n);
   if (__builtin_expect (p != nullptr, 1))
     return p;
   return alloc_or_null (n, 0);
@@ -155,72 +154,72 @@ operator new[] (std::size_t n, std::align_val_t a,
 KP_CXX_EXPORT void
 operator delete (void *p) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete (void *p, const std::nothrow_t &) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p, const std::nothrow_t &) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete (void *p, std::size_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p, std::size_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete (void *p, std::align_val_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p, std::align_val_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete (void *p, std::align_val_t, const std::nothrow_t &) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p, std::align_val_t,
                    const std::nothrow_t &) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete (void *p, std::size_t, std::align_val_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }
 
 KP_CXX_EXPORT void
 operator delete[] (void *p, std::size_t, std::align_val_t) noexcept
 {
-  kp_new_free (p);
+  kame_pool_free (p);
 }

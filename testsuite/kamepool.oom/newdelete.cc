@@ -11,8 +11,10 @@
    version 2.1 or later; see COPYING.  */
 
 /* kptest-requires: interpose */
+/* kptest-libs: -lkamepool-cxx */
 
 #include <cstdint>
+#include <cstring>
 #include <dlfcn.h>
 #include <initializer_list>
 #include <new>
@@ -197,12 +199,15 @@ KT_TEST (cxx_nothrow_handler_throws)
   std::set_new_handler (nullptr);
 }
 
-/* A C++ program built without the pool, run with the library in
-   LD_PRELOAD, must get the pool's operator new (the version script
-   must leave the operators unversioned, as malloc).  The same program
-   without LD_PRELOAD is the control.  */
+/* A C++ program built without the pool, run with libkamepool-cxx and
+   libkamepool in LD_PRELOAD, must get the pool's operator new (the
+   operators must be unversioned, as malloc) and pool memory from it.
+   Run with libkamepool alone, it still gets pool memory, through
+   libstdc++'s operator new and our malloc.  The same program without
+   LD_PRELOAD is the control.  */
 static const char helper_source[] =
   "#include <cstdio>\n"
+  "#include <cstring>\n"
   "#include <dlfcn.h>\n"
   "#include <new>\n"
   "typedef unsigned long (*usable_fn) (const void *);\n"
@@ -210,12 +215,16 @@ static const char helper_source[] =
   "  usable_fn f = (usable_fn) dlsym (RTLD_DEFAULT,\n"
   "                                   \"kame_pool_malloc_usable_size\");\n"
   "  if (f == nullptr) { std::puts (\"no pool\"); return 0; }\n"
+  "  Dl_info info;\n"
+  "  void *op = dlsym (RTLD_DEFAULT, \"_Znwm\");\n"
+  "  bool ours = op != nullptr && dladdr (op, &info) != 0\n"
+  "              && std::strstr (info.dli_fname, \"libkamepool-cxx\");\n"
   "  int *a = new int (1);\n"
   "  long *b = new long[1000];\n"
   "  void *c = ::operator new (100, std::align_val_t (8192));\n"
   "  void *d = ::operator new (100, std::nothrow);\n"
-  "  std::printf (\"%d %d %d %d\\n\", f (a) != 0, f (b) != 0,\n"
-  "               f (c) != 0, f (d) != 0);\n"
+  "  std::printf (\"%d %d %d %d %s\\n\", f (a) != 0, f (b) != 0,\n"
+  "               f (c) != 0, f (d) != 0, ours ? \"ours\" : \"libstdc++\");\n"
   "  delete a; delete[] b;\n"
   "  ::operator delete (c, std::align_val_t (8192));\n"
   "  ::operator delete (d);\n"
@@ -235,14 +244,18 @@ shell_output (const char *cmd, char *out, std::size_t size)
 
 KT_TEST (cxx_new_preloaded)
 {
-  Dl_info info;
-  KT_CHECK (dladdr (reinterpret_cast<void *> (kame_pool_malloc), &info) != 0);
-  KT_CHECK (info.dli_fname != nullptr && info.dli_fname[0] == '/');
+  Dl_info pool, cxx;
+  KT_CHECK (dladdr (reinterpret_cast<void *> (kame_pool_malloc), &pool) != 0);
+  KT_CHECK (pool.dli_fname != nullptr && pool.dli_fname[0] == '/');
+  void *(*op) (std::size_t) = ::operator new;
+  KT_CHECK (dladdr (reinterpret_cast<void *> (op), &cxx) != 0);
+  KT_CHECK (cxx.dli_fname != nullptr
+            && std::strstr (cxx.dli_fname, "libkamepool-cxx") != nullptr);
   if (system ("command -v g++ >/dev/null 2>&1") != 0)
     KT_UNSUPPORTED ("no g++ to build the helper");
   char dir[] = "/tmp/kptest-cxxnew-XXXXXX";
   KT_CHECK (mkdtemp (dir) != nullptr);
-  char path[256], cmd[4096], out[256];
+  char path[256], cmd[8192], out[256];
   snprintf (path, sizeof path, "%s/helper.cc", dir);
   FILE *f = fopen (path, "w");
   KT_CHECK (f != nullptr);
@@ -255,18 +268,24 @@ KT_TEST (cxx_new_preloaded)
     printf ("%s\n", out);
   snprintf (cmd, sizeof cmd, "env -u LD_PRELOAD %s/helper", dir);
   bool plain = shell_output (cmd, out, sizeof out);
-  char plain_out[256];
+  char plain_out[256], pool_out[256];
   snprintf (plain_out, sizeof plain_out, "%s", out);
-  snprintf (cmd, sizeof cmd, "env LD_PRELOAD=%s %s/helper", info.dli_fname,
+  snprintf (cmd, sizeof cmd, "env LD_PRELOAD=%s %s/helper", pool.dli_fname,
             dir);
-  bool preloaded = shell_output (cmd, out, sizeof out);
+  bool pool_only = shell_output (cmd, out, sizeof out);
+  snprintf (pool_out, sizeof pool_out, "%s", out);
+  snprintf (cmd, sizeof cmd, "env LD_PRELOAD='%s %s' %s/helper",
+            cxx.dli_fname, pool.dli_fname, dir);
+  bool both = shell_output (cmd, out, sizeof out);
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   KT_CHECK (system (cmd) == 0);
   KT_CHECK (built);
   KT_CHECK (plain);
   KT_CHECK_STR_EQ (plain_out, "no pool\n");
-  KT_CHECK (preloaded);
-  KT_CHECK_STR_EQ (out, "1 1 1 1\n");
+  KT_CHECK (pool_only);
+  KT_CHECK_STR_EQ (pool_out, "1 1 1 1 libstdc++\n");
+  KT_CHECK (both);
+  KT_CHECK_STR_EQ (out, "1 1 1 1 ours\n");
 }
 
 KT_MAIN (KT_CASE (cxx_new_forms), KT_CASE (cxx_new_aligned_forms),

@@ -10,6 +10,7 @@
    version 2.1 or later; see COPYING.  */
 
 /* kptest-requires: interpose */
+/* kptest-libs: -lkamepool-cxx */
 
 #include <cstdint>
 #include <cstdlib>

@@ -51,13 +51,39 @@ bench_mixed_large_SOURCES = bench/mixed_large.c bench/bench.h
 bench_mixed_large_CFLAGS = $(BENCH_CFLAGS)
 bench_mixed_large_LDADD = $(BENCH_LDADD)
 
+## A copy of libkamepool with the TLS model the build did not choose,
+## so that the tables show the hot-path cost of both models side by
+## side (kamepool-gd or kamepool-ie in run-bench).  Not installed.
+if KP_TLS_INITIAL_EXEC
+BENCH_OTHER_TLS = global-dynamic
+else
+BENCH_OTHER_TLS = initial-exec
+endif
+if KP_INTERPOSE
+EXTRA_LTLIBRARIES += bench/libkamepool-tls.la
+BENCH_TLS_LIB = bench/libkamepool-tls.la
+endif
+bench_libkamepool_tls_la_SOURCES = $(libkamepool_la_SOURCES)
+bench_libkamepool_tls_la_CPPFLAGS = $(libkamepool_la_CPPFLAGS) \
+	-DKP_TLS_MODEL_OVERRIDE='"$(BENCH_OTHER_TLS)"'
+bench_libkamepool_tls_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition
+bench_libkamepool_tls_la_LIBADD = $(libkamepool_la_LIBADD)
+bench_libkamepool_tls_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -avoid-version \
+	-rpath $(abs_builddir)/bench
+if HAVE_LD_VERSION_SCRIPT
+bench_libkamepool_tls_la_LDFLAGS += \
+	-Wl,--version-script=$(srcdir)/lib/kamepool/libkamepool.map
+endif
+CLEANFILES += bench/libkamepool-tls.la
+
 EXTRA_DIST += bench/run-bench bench/README doc/bench-size-sweep.svg
 
 ## The libraries come first: the driver preloads .libs/libkamepool.so.
 ## Results go to bench/results in the build tree; the size-sweep chart
 ## to doc/ in the source tree (see bench/README for the variables).
-bench: $(lib_LTLIBRARIES) $(BENCH_PROGS)
-	$(SHELL) $(srcdir)/bench/run-bench $(top_builddir) $(top_srcdir)
+bench: $(lib_LTLIBRARIES) $(BENCH_TLS_LIB) $(BENCH_PROGS)
+	KP_BENCH_OTHER_TLS=$(BENCH_OTHER_TLS) \
+	  $(SHELL) $(srcdir)/bench/run-bench $(top_builddir) $(top_srcdir)
 clean-local: clean-bench
 clean-bench:
 	-rm -rf bench/results

@@ -48,6 +48,16 @@
 
 #include "kame_pool.h"
 
+/* make bench builds a second copy of the library with the TLS model
+   the build did not choose (bench/local.mk), to show the hot-path cost
+   of both side by side.  */
+#ifdef KP_TLS_MODEL_OVERRIDE
+# undef KP_TLS_ATTR
+# define KP_TLS_ATTR __attribute__ ((tls_model (KP_TLS_MODEL_OVERRIDE)))
+# undef KP_TLS_MODEL_NAME
+# define KP_TLS_MODEL_NAME KP_TLS_MODEL_OVERRIDE
+#endif
+
 #define KP_HIDDEN __attribute__ ((__visibility__ ("hidden")))
 #define KP_NOINLINE __attribute__ ((__noinline__))
 #define KP_INLINE static inline __attribute__ ((__always_inline__))

@@ -13,7 +13,8 @@
 
 #include "kp_internal.h"
 
-/* free of a pointer outside the region the thread last freed into.  */
+/* free of anything but a pool block: NULL, a large block, a pointer
+   that is not ours.  */
 void
 kp_free_cold (void *p)
 {
@@ -23,8 +24,7 @@ kp_free_cold (void *p)
   switch (kind)
     {
     case KP_RADIX_POOL:
-      kp_tc.last_region = (uintptr_t) kp_region_of (p);
-      kp_free (p);
+      kp_free_pool (p);
       return;
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:

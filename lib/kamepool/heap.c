@@ -24,7 +24,6 @@ _Static_assert (KP_NCLASS == 50, "the initialiser below lists 50 classes");
    tests for "not initialised": the first malloc finds an empty free
    list, the first free finds no owner, and both reach a slow path.  */
 __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
-  .last_region = ~(uintptr_t) 0,
   .heap = &kp_heap_none,
   .active = { KP_EMPTY_ACTIVE_25, KP_EMPTY_ACTIVE_25 }
 };

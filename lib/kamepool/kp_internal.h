@@ -217,7 +217,6 @@ struct kp_heap
    Its TLS model is chosen by configure --with-tls-model.  */
 typedef struct kp_tcache
 {
-  uintptr_t last_region;        /* base of the last pool region freed into */
   kp_heap_t *heap;              /* &kp_heap_none before init, &kp_heap_dead after exit */
   kp_chunk_t *active[KP_NCLASS]; /* &kp_empty_chunk when none */
 } kp_tcache_t;
@@ -257,6 +256,11 @@ enum kp_radix_kind
   KP_RADIX_LARGE_PREV = 3       /* a block aligned to 32 MiB or more starts
                                    here; its header is the page before */
 };
+#define KP_VA_BITS 47
+#define KP_RADIX_ENTRIES ((size_t) 1 << (KP_VA_BITS - KP_REGION_SHIFT))
+/* Written with release by the publisher of a region or mapping; read
+   with acquire by kp_radix_lookup and relaxed by free's fast path.  */
+extern _Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES] KP_HIDDEN;
 KP_HIDDEN int kp_radix_lookup (uintptr_t addr);
 KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
@@ -427,29 +431,38 @@ kp_malloc (size_t n)
   return kp_malloc_refill (n);
 }
 
-/* free's fast path: a block of a chunk this thread owns, in the region
-   it freed into last.  Everything else goes to kp_free_cold.  */
+/* Free P, a block in a pool region: a plain push when this thread owns
+   its chunk, a remote free otherwise.  */
+KP_INLINE void
+kp_free_pool (void *p)
+{
+  kp_chunk_t *c = kp_chunk_of (p);
+  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed)
+                 == kp_tc.heap))
+    {
+      kp_block_t *b = p;
+      b->next = c->free;
+      c->free = b;
+      if (kp_unlikely (--c->used == 0))
+        kp_chunk_retire (c);
+      return;
+    }
+  kp_free_remote (c, p);
+}
+
+/* free's fast path: one load of the radix map tells a pool block from
+   everything else (NULL, large blocks, foreign pointers), which goes to
+   kp_free_cold.  */
 KP_INLINE void
 kp_free (void *p)
 {
-  uintptr_t rb = (uintptr_t) p & ~(uintptr_t) KP_REGION_MASK;
-  if (kp_likely (rb == kp_tc.last_region))
-    {
-      kp_chunk_t *c = kp_chunk_of (p);
-      if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed)
-                     == kp_tc.heap))
-        {
-          kp_block_t *b = p;
-          b->next = c->free;
-          c->free = b;
-          if (kp_unlikely (--c->used == 0))
-            kp_chunk_retire (c);
-          return;
-        }
-      kp_free_remote (c, p);
-      return;
-    }
-  kp_free_cold (p);
+  uintptr_t i = (uintptr_t) p >> KP_REGION_SHIFT;
+  if (kp_likely (i < KP_RADIX_ENTRIES
+                 && atomic_load_explicit (&kp_radix[i], memory_order_relaxed)
+                    == KP_RADIX_POOL))
+    kp_free_pool (p);
+  else
+    kp_free_cold (p);
 }
 
 #endif /* KP_INTERNAL_H */

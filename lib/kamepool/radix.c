@@ -14,7 +14,10 @@
    ours.
 
    Entries are written with release (after the region's metadata or
-   the large block's header is complete) and read with acquire.  A
+   the large block's header is complete) and read with acquire, except
+   on free's fast path (kp_internal.h), which reads relaxed: a block
+   being freed was handed to the freeing thread after its region was
+   published, and that hand-over orders the entry before the read.  A
    region's entry is written once; a large mapping's entry is cleared
    before the mapping is unmapped, so a double free of it finds
    nothing and goes to libc rather than to a stale header.  */
@@ -23,10 +26,7 @@
 
 #include "kp_internal.h"
 
-#define KP_VA_BITS 47
-#define KP_RADIX_ENTRIES ((size_t) 1 << (KP_VA_BITS - KP_REGION_SHIFT))
-
-static _Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES];
+_Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES];
 
 int
 kp_radix_lookup (uintptr_t addr)

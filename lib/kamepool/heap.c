@@ -153,7 +153,10 @@ kp_thread_exit (void *arg)
       kp_chunk_t *c = kp_tc.active[cls];
       kp_tc.active[cls] = &kp_empty_chunk;
       if (c != &kp_empty_chunk)
-        kp_thread_exit_chunk (h, c, pages);
+        {
+          c->active = false;
+          kp_thread_exit_chunk (h, c, pages);
+        }
       while ((c = kp_partial_pop (h, cls)) != NULL)
         kp_thread_exit_chunk (h, c, pages);
     }
@@ -207,6 +210,7 @@ kp_malloc_refill (size_t n)
       if (c->free != NULL || kp_chunk_collect (c) || kp_chunk_carve (c))
         goto pop;
       kp_tc.active[cls] = &kp_empty_chunk;
+      c->active = false;
       if (!kp_chunk_abandon (c, h))
         goto use;               /* remote frees arrived meanwhile */
     }
@@ -229,6 +233,7 @@ kp_malloc_refill (size_t n)
     kp_chunk_carve (c);
 use:
   kp_tc.active[cls] = c;
+  c->active = true;
 pop:
   {
     kp_block_t *b = c->free;

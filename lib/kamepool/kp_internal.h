@@ -141,6 +141,7 @@ typedef struct kp_chunk
   char *limit;                  /* end of the chunk's data */
   struct kp_chunk *next, *prev; /* the owner heap's partial list */
   bool fostered;                /* taken over by a free, class not in use */
+  bool active;                  /* the owner's active chunk of its class */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
      read relaxed by any freer, who only compares it with its own heap.  */
   _Atomic (kp_heap_t *) owner;
@@ -443,7 +444,9 @@ kp_free_pool (void *p)
       kp_block_t *b = p;
       b->next = c->free;
       c->free = b;
-      if (kp_unlikely (--c->used == 0))
+      /* An empty chunk leaves, unless it is the active one: a
+         malloc/free loop must not call out on every free.  */
+      if (kp_unlikely (--c->used == 0) && !c->active)
         kp_chunk_retire (c);
       return;
     }

@@ -174,10 +174,25 @@ KT_TEST (oom_pool_fails_and_recovers)
   KT_CHECK (ENOMEM_CALL (kame_pool_aligned_alloc (65536, 100)));
   KT_CHECK (memalign_enomem (65536, 100));
   KT_CHECK (memalign_enomem (4096, 4096));
+  /* A realloc into a class the fill never reached may still find a
+     free unit (how many are left depends on the build: the TLS model
+     changes what the start-up allocates), so either outcome is right
+     here; the failing realloc that must keep its block is checked in
+     oom_large_fails_and_recovers.  */
   char *p = blocks[nblocks - 1];
   p[0] = 'x';
-  KT_CHECK (ENOMEM_CALL (realloc (p, 5000)));
-  KT_CHECK (p[0] == 'x');
+  errno = 0;
+  char *moved = realloc (p, 5000);
+  if (moved == NULL)
+    {
+      KT_CHECK_EQ (errno, ENOMEM);
+      KT_CHECK (p[0] == 'x');
+    }
+  else
+    {
+      KT_CHECK (moved[0] == 'x');
+      blocks[nblocks - 1] = moved;
+    }
   free_all ();
   void *q = malloc (16), *r = malloc ((size_t) 4 << 20);
   KT_CHECK (q != NULL && r != NULL);

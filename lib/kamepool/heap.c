@@ -82,11 +82,13 @@ void
 kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
 {
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-  c->prev = NULL;
-  c->next = h->partial[cls];
-  if (c->next != NULL)
-    c->next->prev = c;
-  h->partial[cls] = c;
+  c->next = NULL;
+  c->prev = h->partial_tail[cls];
+  if (c->prev != NULL)
+    c->prev->next = c;
+  else
+    h->partial[cls] = c;
+  h->partial_tail[cls] = c;
 }
 
 void
@@ -102,6 +104,11 @@ kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
     }
   if (c->next != NULL)
     c->next->prev = c->prev;
+  else
+    {
+      KP_ASSERT (h->partial_tail[cls] == c);
+      h->partial_tail[cls] = c->prev;
+    }
   c->next = c->prev = NULL;
   if (c->fostered)
     {
@@ -117,6 +124,27 @@ kp_partial_pop (kp_heap_t *h, unsigned cls)
   if (c != NULL)
     kp_partial_remove (h, c);
   return c;
+}
+
+/* Collect the remote frees of every partial chunk of class CLS and
+   release those that are empty.  A chunk whose blocks other threads
+   free waits on the list with its frees uncollected; without this pass
+   a thread that takes over chunks faster than it refills from them
+   would keep them all.  */
+static void
+kp_partial_sweep (kp_heap_t *h, unsigned cls)
+{
+  kp_chunk_t *next;
+  for (kp_chunk_t *c = h->partial[cls]; c != NULL; c = next)
+    {
+      next = c->next;
+      kp_chunk_collect (c);
+      if (c->used == 0)
+        {
+          kp_partial_remove (h, c);
+          kp_chunk_release (c, KP_PAGES_LAZY);
+        }
+    }
 }
 
 /* Hand over or release chunk C of an exiting thread.  */
@@ -214,6 +242,7 @@ kp_malloc_refill (size_t n)
       if (!kp_chunk_abandon (c, h))
         goto use;               /* remote frees arrived meanwhile */
     }
+  kp_partial_sweep (h, cls);
   while ((c = kp_partial_pop (h, cls)) != NULL)
     {
       if (c->free != NULL || kp_chunk_collect (c) || kp_chunk_carve (c))

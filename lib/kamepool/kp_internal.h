@@ -198,7 +198,11 @@ typedef struct kp_region
    harmless: it is only ever compared.  */
 struct kp_heap
 {
-  kp_chunk_t *partial[KP_NCLASS];   /* owned, not active, with free space */
+  /* Owned chunks that are not active, oldest first: refills take from
+     the head, so a chunk whose blocks other threads free is collected
+     in turn rather than sinking under newer ones.  */
+  kp_chunk_t *partial[KP_NCLASS];
+  kp_chunk_t *partial_tail[KP_NCLASS];
   unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   uint8_t numa_node;

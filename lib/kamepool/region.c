@@ -43,7 +43,7 @@ _Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = 
    loop over a dedicated size) then costs no madvise and no page
    faults; past the budget, released pages go back to the kernel at
    once.  Relaxed: an approximate count is enough for a budget.  */
-#define KP_DIRTY_BUDGET_UNITS 32        /* 8 MiB */
+#define KP_DIRTY_BUDGET_UNITS 16        /* 4 MiB */
 static _Atomic (size_t) kp_dirty_count;
 
 size_t

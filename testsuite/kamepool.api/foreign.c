@@ -80,23 +80,6 @@ libc_in_use (void)
   return m.uordblks + m.hblkhd;
 }
 
-static void
-paint (void *p, size_t n, unsigned seed)
-{
-  unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    b[i] = (unsigned char) (seed + i * 13u);
-}
-
-static bool
-painted (const void *p, size_t n, unsigned seed)
-{
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != (unsigned char) (seed + i * 13u))
-      return false;
-  return true;
-}
 
 /* Run FN in a child whose stderr is a pipe; return its wait status and
    leave what it wrote to stderr in BUF.  */
@@ -188,13 +171,13 @@ KT_TEST (realloc_of_a_libc_pointer_goes_to_libc_realloc)
       size_t before = libc_in_use ();
       void *q = foreign_malloc (sizes[i][0]);
       KT_CHECK (q != NULL);
-      paint (q, sizes[i][0], 7);
+      kt_paint (q, sizes[i][0], 7);
       errno = EDOM;
       void *r = kame_pool_realloc (q, sizes[i][1]);
       KT_CHECK (r != NULL);
       KT_CHECK_EQ (errno, EDOM);
       size_t kept = sizes[i][0] < sizes[i][1] ? sizes[i][0] : sizes[i][1];
-      KT_CHECK (painted (r, kept, 7));
+      KT_CHECK (kt_painted (r, kept, 7));
       /* Still libc's block.  */
       KT_CHECK_EQ (kame_pool_malloc_usable_size (r), 0);
       KT_CHECK (!pool_interposes ()

@@ -46,23 +46,6 @@ expected_usable (size_t n)
   return (n + PAGE - 1) / PAGE * PAGE;
 }
 
-static void
-paint (void *p, size_t n, unsigned seed)
-{
-  unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    b[i] = (unsigned char) (seed * 131u + i * 7u + (i >> 8));
-}
-
-static bool
-painted (const void *p, size_t n, unsigned seed)
-{
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != (unsigned char) (seed * 131u + i * 7u + (i >> 8)))
-      return false;
-  return true;
-}
 
 static bool
 all_zero (const void *p, size_t n)
@@ -141,10 +124,10 @@ KT_TEST (every_size_is_16_byte_aligned_with_its_class_usable_size)
       if (u != expected_usable (sizes[i]))
         KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
                   sizes[i], u, expected_usable (sizes[i]));
-      paint (p[i], u, (unsigned) i);
+      kt_paint (p[i], u, (unsigned) i);
     }
   for (size_t i = 0; i < count; i++)
-    if (!painted (p[i], kame_pool_malloc_usable_size (p[i]), (unsigned) i))
+    if (!kt_painted (p[i], kame_pool_malloc_usable_size (p[i]), (unsigned) i))
       KT_FAILF ("block of malloc (%zu) at %p was overwritten", sizes[i],
                 p[i]);
   for (size_t i = 0; i < count; i++)
@@ -398,11 +381,11 @@ KT_TEST (realloc_shrink_stays_in_place)
       size_t from = pairs[i][0], to = pairs[i][1];
       void *p = kame_pool_malloc (from);
       KT_CHECK (p != NULL);
-      paint (p, to, (unsigned) i);
+      kt_paint (p, to, (unsigned) i);
       void *q = kame_pool_realloc (p, to);
       if (q != p)
         KT_FAILF ("realloc (%zu -> %zu) moved %p to %p", from, to, p, q);
-      KT_CHECK (painted (q, to, (unsigned) i));
+      KT_CHECK (kt_painted (q, to, (unsigned) i));
       KT_CHECK (kame_pool_malloc_usable_size (q) >= to);
       kame_pool_free (q);
     }
@@ -420,11 +403,11 @@ KT_TEST (realloc_grow_within_usable_stays_in_place)
       void *p = kame_pool_malloc (from);
       KT_CHECK (p != NULL);
       KT_CHECK (kame_pool_malloc_usable_size (p) >= to);
-      paint (p, from, (unsigned) i);
+      kt_paint (p, from, (unsigned) i);
       void *q = kame_pool_realloc (p, to);
       if (q != p)
         KT_FAILF ("realloc (%zu -> %zu) moved %p to %p", from, to, p, q);
-      KT_CHECK (painted (q, from, (unsigned) i));
+      KT_CHECK (kt_painted (q, from, (unsigned) i));
       kame_pool_free (q);
     }
 }
@@ -441,14 +424,14 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
   size_t n = steps[0];
   unsigned char *p = kame_pool_malloc (n);
   KT_CHECK (p != NULL);
-  paint (p, n, 9);
+  kt_paint (p, n, 9);
   for (size_t i = 1; i < sizeof steps / sizeof steps[0]; i++)
     {
       size_t to = steps[i];
       KT_CHECK (kame_pool_malloc_usable_size (p) < to);
       unsigned char *q = kame_pool_realloc (p, to);
       KT_CHECK (q != NULL);
-      if (!painted (q, n, 9))
+      if (!kt_painted (q, n, 9))
         KT_FAILF ("realloc (%zu -> %zu) lost the contents", n, to);
       KT_CHECK_EQ (kame_pool_malloc_usable_size (q), expected_usable (to));
       kame_pool_stats_t s = stats_now ();
@@ -456,7 +439,7 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
       KT_CHECK_EQ (s.dedicated_chunk_bytes - base.dedicated_chunk_bytes, ded);
       KT_CHECK_EQ (s.large_alloc_count - base.large_alloc_count,
                    to > 4 * MIB ? 1 : 0);
-      paint (q, to, 9);
+      kt_paint (q, to, 9);
       p = q;
       n = to;
     }
@@ -474,7 +457,7 @@ KT_TEST (realloc_failure_returns_null_and_keeps_the_block)
       size_t n = sizes[i];
       void *p = kame_pool_malloc (n);
       KT_CHECK (p != NULL);
-      paint (p, n, 3);
+      kt_paint (p, n, 3);
       const size_t bad[] = { size_max, ptrdiff_max + 1, (size_t) 1 << 50 };
       for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
         {
@@ -483,7 +466,7 @@ KT_TEST (realloc_failure_returns_null_and_keeps_the_block)
           if (q != NULL)
             KT_FAILF ("realloc (%zu -> %zu) returned %p", n, bad[k], q);
           KT_CHECK_EQ (errno, ENOMEM);
-          KT_CHECK (painted (p, n, 3));
+          KT_CHECK (kt_painted (p, n, 3));
           KT_CHECK_EQ (kame_pool_malloc_usable_size (p), expected_usable (n));
         }
       kame_pool_free (p);

@@ -23,23 +23,6 @@
 /* A child that does not finish in this many seconds is hung.  */
 enum { CHILD_SECONDS = 20 };
 
-static void
-paint (void *p, size_t n, uintptr_t seed)
-{
-  unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    b[i] = (unsigned char) (seed + i * 17u);
-}
-
-static bool
-painted (const void *p, size_t n, uintptr_t seed)
-{
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != (unsigned char) (seed + i * 17u))
-      return false;
-  return true;
-}
 
 static uint64_t
 next_random (uint64_t *s)
@@ -63,7 +46,7 @@ child_work (unsigned n, uint64_t seed)
       unsigned k = i % WINDOW;
       if (p[k] != NULL)
         {
-          if (!painted (p[k], len[k], k))
+          if (!kt_painted (p[k], len[k], k))
             return 3;
           kame_pool_free (p[k]);
         }
@@ -72,12 +55,12 @@ child_work (unsigned n, uint64_t seed)
       p[k] = kame_pool_malloc (len[k]);
       if (p[k] == NULL)
         return 2;
-      paint (p[k], len[k], k);
+      kt_paint (p[k], len[k], k);
     }
   for (unsigned k = 0; k < WINDOW; k++)
     if (p[k] != NULL)
       {
-        if (!painted (p[k], len[k], k))
+        if (!kt_painted (p[k], len[k], k))
           return 3;
         kame_pool_free (p[k]);
       }
@@ -124,7 +107,7 @@ allocator_thread (void *arg)
       unsigned k = i % WINDOW;
       if (p[k] != NULL)
         {
-          if (!painted (p[k], len[k] < 32 ? len[k] : 32, k))
+          if (!kt_painted (p[k], len[k] < 32 ? len[k] : 32, k))
             return "block corrupted";
           kame_pool_free (p[k]);
         }
@@ -133,7 +116,7 @@ allocator_thread (void *arg)
       p[k] = kame_pool_malloc (len[k]);
       if (p[k] == NULL)
         return "malloc failed";
-      paint (p[k], len[k] < 32 ? len[k] : 32, k);
+      kt_paint (p[k], len[k] < 32 ? len[k] : 32, k);
       atomic_fetch_add_explicit (&allocations, 1, memory_order_relaxed);
     }
   for (unsigned k = 0; k < WINDOW; k++)
@@ -187,7 +170,7 @@ KT_TEST (child_frees_and_reuses_blocks_allocated_before_fork)
       size_t n = 1 + i * 37 % 9000;
       p[i] = kame_pool_malloc (n);
       KT_CHECK (p[i] != NULL);
-      paint (p[i], n, i);
+      kt_paint (p[i], n, i);
     }
   pid_t pid = fork ();
   KT_CHECK (pid >= 0);
@@ -196,7 +179,7 @@ KT_TEST (child_frees_and_reuses_blocks_allocated_before_fork)
       for (unsigned i = 0; i < N; i++)
         {
           size_t n = 1 + i * 37 % 9000;
-          if (!painted (p[i], n, i))
+          if (!kt_painted (p[i], n, i))
             _exit (3);
           kame_pool_free (p[i]);
         }
@@ -209,7 +192,7 @@ KT_TEST (child_frees_and_reuses_blocks_allocated_before_fork)
   /* The parent's copies are untouched by the child.  */
   for (unsigned i = 0; i < N; i++)
     {
-      KT_CHECK (painted (p[i], 1 + i * 37 % 9000, i));
+      KT_CHECK (kt_painted (p[i], 1 + i * 37 % 9000, i));
       kame_pool_free (p[i]);
     }
 }
@@ -272,7 +255,7 @@ KT_TEST (fork_in_handler_interrupting_malloc_leaves_working_child)
       unsigned k = i % WINDOW;
       if (p[k] != NULL)
         {
-          KT_CHECK (painted (p[k], len[k] < 8 ? len[k] : 8, k));
+          KT_CHECK (kt_painted (p[k], len[k] < 8 ? len[k] : 8, k));
           in_malloc = 1;
           kame_pool_free (p[k]);
           in_malloc = 0;
@@ -283,7 +266,7 @@ KT_TEST (fork_in_handler_interrupting_malloc_leaves_working_child)
       p[k] = kame_pool_malloc (len[k]);
       in_malloc = 0;
       KT_CHECK (p[k] != NULL);
-      paint (p[k], len[k] < 8 ? len[k] : 8, k);
+      kt_paint (p[k], len[k] < 8 ? len[k] : 8, k);
     }
   struct itimerval off = { { 0, 0 }, { 0, 0 } };
   setitimer (ITIMER_PROF, &off, NULL);

@@ -348,16 +348,7 @@ KT_TEST (large_cache_cap)
 static size_t
 rss_bytes (void)
 {
-  FILE *f = fopen ("/proc/self/status", "r");
-  if (f == NULL)
-    return 0;
-  char line[256];
-  size_t kib = 0;
-  while (fgets (line, sizeof line, f) != NULL)
-    if (strncmp (line, "VmRSS:", 6) == 0)
-      kib = (size_t) strtoull (line + 6, NULL, 10);
-  fclose (f);
-  return kib * KiB;
+  return kt_proc_status_kib ("VmRSS") * KiB;
 }
 
 /* Touch 256 MiB of large blocks of each tier, free them: the RSS comes

@@ -18,16 +18,7 @@
 static size_t
 oom_vm_size (void)
 {
-  FILE *f = fopen ("/proc/self/status", "r");
-  if (f == NULL)
-    return 0;
-  char line[256];
-  size_t kib = 0;
-  while (fgets (line, sizeof line, f) != NULL)
-    if (strncmp (line, "VmSize:", 7) == 0)
-      kib = (size_t) strtoull (line + 7, NULL, 10);
-  fclose (f);
-  return kib * 1024;
+  return kt_proc_status_kib ("VmSize") * 1024;
 }
 
 /* Limit the address space to what is mapped now plus HEADROOM bytes.

@@ -32,23 +32,6 @@ stats_now (void)
   return s;
 }
 
-static void
-paint (void *p, size_t n, uintptr_t seed)
-{
-  unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    b[i] = (unsigned char) (seed + i * 29u);
-}
-
-static bool
-painted (const void *p, size_t n, uintptr_t seed)
-{
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != (unsigned char) (seed + i * 29u))
-      return false;
-  return true;
-}
 
 static bool
 run_thread (void *(*fn) (void *), void *arg)
@@ -108,7 +91,7 @@ cycle_thread (void *arg)
   for (int k = 0; k < KEEP; k++)
     if (leftover[k].p != NULL)
       {
-        if (!painted (leftover[k].p, leftover[k].n, (uintptr_t) k))
+        if (!kt_painted (leftover[k].p, leftover[k].n, (uintptr_t) k))
           return "leftover block corrupted";
         kame_pool_free (leftover[k].p);
         leftover[k].p = NULL;
@@ -120,17 +103,17 @@ cycle_thread (void *arg)
       mine[i].p = kame_pool_malloc (mine[i].n);
       if (mine[i].p == NULL)
         return "malloc failed";
-      paint (mine[i].p, mine[i].n, i);
+      kt_paint (mine[i].p, mine[i].n, i);
     }
   for (unsigned i = 0; i < MIX; i++)
     {
-      if (!painted (mine[i].p, mine[i].n, i))
+      if (!kt_painted (mine[i].p, mine[i].n, i))
         return "block corrupted";
       /* Every 12th block survives the thread, the others are freed.  */
       if (i % 12 == 5 && i / 12 < KEEP)
         {
           int k = (int) (i / 12);
-          paint (mine[i].p, mine[i].n, (uintptr_t) k);
+          kt_paint (mine[i].p, mine[i].n, (uintptr_t) k);
           leftover[k] = mine[i];
         }
       else
@@ -145,7 +128,7 @@ free_leftovers (void)
   for (int k = 0; k < KEEP; k++)
     if (leftover[k].p != NULL)
       {
-        if (!painted (leftover[k].p, leftover[k].n, (uintptr_t) k))
+        if (!kt_painted (leftover[k].p, leftover[k].n, (uintptr_t) k))
           return false;
         kame_pool_free (leftover[k].p);
         leftover[k].p = NULL;
@@ -214,8 +197,8 @@ static void
 late_destructor (void *v)
 {
   struct key_blocks *kb = v;
-  if (painted (kb->small, 3000, 1) && painted (kb->dedicated, 300 * KIB, 2)
-      && painted (kb->large, 5 * MIB, 3))
+  if (kt_painted (kb->small, 3000, 1) && kt_painted (kb->dedicated, 300 * KIB, 2)
+      && kt_painted (kb->large, 5 * MIB, 3))
     atomic_store (&destructor_ran, 1);
   else
     atomic_store (&destructor_ran, -1);
@@ -237,9 +220,9 @@ key_thread (void *arg)
   kb->large = kame_pool_malloc (5 * MIB);
   if (kb->small == NULL || kb->dedicated == NULL || kb->large == NULL)
     return "malloc failed";
-  paint (kb->small, 3000, 1);
-  paint (kb->dedicated, 300 * KIB, 2);
-  paint (kb->large, 5 * MIB, 3);
+  kt_paint (kb->small, 3000, 1);
+  kt_paint (kb->dedicated, 300 * KIB, 2);
+  kt_paint (kb->large, 5 * MIB, 3);
   pthread_setspecific (late_key, kb);
   return NULL;
 }
@@ -292,7 +275,7 @@ orphan_maker (void *arg)
       orphan[i].p = kame_pool_malloc (orphan[i].n);
       if (orphan[i].p == NULL)
         return "malloc failed";
-      paint (orphan[i].p, orphan[i].n, i);
+      kt_paint (orphan[i].p, orphan[i].n, i);
     }
   return NULL;
 }
@@ -303,7 +286,7 @@ orphan_freer (void *arg)
   (void) arg;
   for (unsigned i = 0; i < ORPHANS; i++)
     {
-      if (!painted (orphan[i].p, orphan[i].n, i))
+      if (!kt_painted (orphan[i].p, orphan[i].n, i))
         return "orphan block corrupted";
       kame_pool_free (orphan[i].p);
     }
@@ -334,7 +317,7 @@ KT_TEST (blocks_of_an_exited_thread_are_freed_by_another)
   KT_CHECK (run_thread (orphan_maker, NULL));
   for (unsigned i = 0; i < ORPHANS; i++)
     {
-      KT_CHECK (painted (orphan[i].p, orphan[i].n, i));
+      KT_CHECK (kt_painted (orphan[i].p, orphan[i].n, i));
       kame_pool_free (orphan[i].p);
     }
   after = stats_now ();
@@ -360,7 +343,7 @@ producer (void *arg)
       void *p = kame_pool_malloc (n);
       if (p == NULL)
         return "malloc failed";
-      paint (p, n < 64 ? n : 64, i);
+      kt_paint (p, n < 64 ? n : 64, i);
       while (atomic_load_explicit (&ring_head, memory_order_relaxed)
              - atomic_load_explicit (&ring_tail, memory_order_acquire)
              == RING)
@@ -386,7 +369,7 @@ consumer (void *arg)
       size_t t = atomic_load_explicit (&ring_tail, memory_order_relaxed);
       struct block b = ring[t % RING];
       atomic_store_explicit (&ring_tail, t + 1, memory_order_release);
-      if (!painted (b.p, b.n < 64 ? b.n : 64, i))
+      if (!kt_painted (b.p, b.n < 64 ? b.n : 64, i))
         return "handed block corrupted";
       kame_pool_free (b.p);
       atomic_fetch_add (&consumed, 1);

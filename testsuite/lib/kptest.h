@@ -102,6 +102,44 @@ kt_report_failure (const char *file, int line, const char *what)
     return;                                                             \
   } while (0)
 
+/* Fill N bytes at P with a pattern that depends on SEED and on the
+   offset, so that a block overwritten by another, or moved without its
+   contents, is caught by kt_painted.  */
+static __attribute__ ((__unused__)) void
+kt_paint (void *p, size_t n, uintptr_t seed)
+{
+  unsigned char *b = (unsigned char *) p;
+  for (size_t i = 0; i < n; i++)
+    b[i] = (unsigned char) (seed + i * 29u);
+}
+
+static __attribute__ ((__unused__)) bool
+kt_painted (const void *p, size_t n, uintptr_t seed)
+{
+  const unsigned char *b = (const unsigned char *) p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != (unsigned char) (seed + i * 29u))
+      return false;
+  return true;
+}
+
+/* The value, in KiB, of FIELD ("VmRSS", "VmSize", ...) in
+   /proc/self/status, or 0 when it cannot be read.  */
+static __attribute__ ((__unused__)) size_t
+kt_proc_status_kib (const char *field)
+{
+  FILE *f = fopen ("/proc/self/status", "r");
+  if (f == NULL)
+    return 0;
+  char line[256];
+  size_t len = strlen (field), kib = 0;
+  while (fgets (line, sizeof line, f) != NULL)
+    if (strncmp (line, field, len) == 0 && line[len] == ':')
+      kib = (size_t) strtoull (line + len + 1, NULL, 10);
+  fclose (f);
+  return kib;
+}
+
 /* Run one test in this process and print its result.  */
 static int
 kt_run_here (const struct kt_case *c)

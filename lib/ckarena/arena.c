@@ -49,7 +49,23 @@ struct tl_arena
   size_t off;
   size_t high_water;
   size_t reserved;
+  /* Copies of blocks[cur]'s base, size and used_before (NULL, 0, 0 with
+     no block), kept by tl_arena_set_cur, so that the bump path loads
+     them from the arena itself instead of through the block list.  */
+  unsigned char *cur_base;
+  size_t cur_size;
+  size_t cur_used_before;
 };
+
+/* Make block I the current one.  */
+static void
+tl_arena_set_cur (tl_arena *a, size_t i)
+{
+  a->cur = i;
+  a->cur_base = a->blocks[i].base;
+  a->cur_size = a->blocks[i].size;
+  a->cur_used_before = a->blocks[i].used_before;
+}
 
 static size_t
 tl_arena_pad (const unsigned char *p, size_t align)
@@ -60,7 +76,7 @@ tl_arena_pad (const unsigned char *p, size_t align)
 static size_t
 tl_arena_used (const tl_arena *a)
 {
-  return a->n_blocks == 0 ? 0 : a->blocks[a->cur].used_before + a->off;
+  return a->cur_used_before + a->off;
 }
 
 /* Whether N bytes aligned to ALIGN fit in block B from offset OFF;
@@ -193,7 +209,7 @@ tl_arena_alloc_slow (tl_arena *a, size_t n, size_t align)
 
 move:
   a->blocks[next].used_before = next == 0 ? 0 : tl_arena_used (a);
-  a->cur = next;
+  tl_arena_set_cur (a, next);
   a->off = at + n;
   size_t used = tl_arena_used (a);
   if (used > a->high_water)
@@ -225,15 +241,18 @@ tl_arena_alloc (tl_arena *a, size_t n, size_t align)
       || (align & (align - 1)) != 0)
     return tl_arena_alloc_refuse (a, n, align);
 
-  size_t at;
-  if (a->n_blocks != 0
-      && tl_arena_fits (&a->blocks[a->cur], a->off, n, align, &at))
+  /* With no block, cur_size is 0 and nothing fits.  */
+  size_t off = a->off;
+  size_t pad = tl_arena_pad (a->cur_base + off, align);
+  size_t room = a->cur_size - off;
+  if (pad <= room && n <= room - pad)
     {
+      size_t at = off + pad;
       a->off = at + n;
-      size_t used = tl_arena_used (a);
+      size_t used = a->cur_used_before + at + n;
       if (used > a->high_water)
         a->high_water = used;
-      return a->blocks[a->cur].base + at;
+      return a->cur_base + at;
     }
   return tl_arena_alloc_slow (a, n, align);
 }
@@ -277,7 +296,8 @@ tl_arena_reset_to (tl_arena *a, tl_arena_mark m)
                          m.block, m.offset, a->cur, a->off);
       return;
     }
-  a->cur = m.block;
+  if (a->n_blocks != 0)
+    tl_arena_set_cur (a, m.block);
   a->off = m.offset;
 }
 

@@ -48,6 +48,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   c->next = c->prev = NULL;
   c->fostered = false;
   c->active = false;
+  c->full = false;
   c->orig_heap = h;
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);

@@ -78,38 +78,66 @@ kp_heap_list (void)
   return atomic_load_explicit (&kp_heaps, memory_order_acquire);
 }
 
-void
-kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
+static void
+kp_clist_push (kp_clist_t *l, kp_chunk_t *c)
 {
-  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
   c->next = NULL;
-  c->prev = h->partial_tail[cls];
+  c->prev = l->tail;
   if (c->prev != NULL)
     c->prev->next = c;
   else
-    h->partial[cls] = c;
-  h->partial_tail[cls] = c;
+    l->head = c;
+  l->tail = c;
 }
 
-void
-kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
+static void
+kp_clist_push_head (kp_clist_t *l, kp_chunk_t *c)
 {
-  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  c->prev = NULL;
+  c->next = l->head;
+  if (c->next != NULL)
+    c->next->prev = c;
+  else
+    l->tail = c;
+  l->head = c;
+}
+
+static void
+kp_clist_remove (kp_clist_t *l, kp_chunk_t *c)
+{
   if (c->prev != NULL)
     c->prev->next = c->next;
   else
     {
-      KP_ASSERT (h->partial[cls] == c);
-      h->partial[cls] = c->next;
+      KP_ASSERT (l->head == c);
+      l->head = c->next;
     }
   if (c->next != NULL)
     c->next->prev = c->prev;
   else
     {
-      KP_ASSERT (h->partial_tail[cls] == c);
-      h->partial_tail[cls] = c->prev;
+      KP_ASSERT (l->tail == c);
+      l->tail = c->prev;
     }
   c->next = c->prev = NULL;
+}
+
+static inline unsigned
+kp_chunk_cls (const kp_chunk_t *c)
+{
+  return atomic_load_explicit (&c->cls, memory_order_relaxed);
+}
+
+void
+kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
+{
+  kp_clist_push (&h->partial[kp_chunk_cls (c)], c);
+}
+
+void
+kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
+{
+  kp_clist_remove (&h->partial[kp_chunk_cls (c)], c);
   if (c->fostered)
     {
       c->fostered = false;
@@ -120,10 +148,90 @@ kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
 static kp_chunk_t *
 kp_partial_pop (kp_heap_t *h, unsigned cls)
 {
-  kp_chunk_t *c = h->partial[cls];
+  kp_chunk_t *c = h->partial[cls].head;
   if (c != NULL)
     kp_partial_remove (h, c);
   return c;
+}
+
+/* C, owned by H, has no free block and nothing left to carve: keep it
+   on the full list instead of abandoning it, so that the owner's next
+   free into it is a plain push (kp_chunk_unfull), not a take-over
+   through the remote path with three atomics.  */
+static void
+kp_full_push (kp_heap_t *h, kp_chunk_t *c)
+{
+  unsigned cls = kp_chunk_cls (c);
+  kp_clist_push (&h->full[cls], c);
+  c->full = true;
+  h->full_count[cls]++;
+  h->full_new[cls]++;
+}
+
+static void
+kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
+{
+  unsigned cls = kp_chunk_cls (c);
+  kp_clist_remove (&h->full[cls], c);
+  c->full = false;
+  h->full_count[cls]--;
+}
+
+/* The owner freed a block into C, which is on its full list (the block
+   is already on C's free list, and used not yet decremented).  C
+   becomes the active chunk of its class, and the one it replaces goes
+   to the head of the partial list, or back to the full list when it
+   has no room: the next malloc then returns the block just freed,
+   whose line is still in the cache, instead of one freed a whole chunk
+   ago.  On a ring of 1000 live 8 KiB blocks (bench/loop), where every
+   block head falls in the same cache set, that took the loop from 38
+   to 66 M ops/s.  */
+void
+kp_chunk_unfull (kp_chunk_t *c)
+{
+  kp_heap_t *h = kp_tc.heap;
+  unsigned cls = kp_chunk_cls (c);
+  kp_full_remove (h, c);
+  c->used--;
+  kp_chunk_t *a = kp_tc.active[cls];
+  if (a != &kp_empty_chunk)
+    {
+      a->active = false;
+      if (a->free != NULL || a->bump < a->limit)
+        kp_clist_push_head (&h->partial[cls], a);
+      else
+        kp_full_push (h, a);
+    }
+  kp_tc.active[cls] = c;
+  c->active = true;
+}
+
+/* Collect the remote frees of H's full chunks of class CLS: those that
+   got some move to the partial list, the empty ones are released.
+   Run by a refill that found no partial chunk, before it adopts or
+   claims one, and only once the full list has grown by an eighth since
+   the last sweep, so that a heap with many full chunks pays a bounded
+   share of a descriptor load per chunk it fills.  Without it a thread
+   whose blocks another thread frees (a producer) would never see those
+   frees and would claim chunk after chunk.  */
+static void
+kp_full_sweep (kp_heap_t *h, unsigned cls)
+{
+  if (h->full_new[cls] < 1 + (h->full_count[cls] >> 3))
+    return;
+  h->full_new[cls] = 0;
+  kp_chunk_t *next;
+  for (kp_chunk_t *c = h->full[cls].head; c != NULL; c = next)
+    {
+      next = c->next;
+      if (kp_chunk_collect (c) == 0)
+        continue;
+      kp_full_remove (h, c);
+      if (c->used == 0)
+        kp_chunk_release (c, KP_PAGES_LAZY);
+      else
+        kp_partial_push (h, c);
+    }
 }
 
 /* Collect the remote frees of every partial chunk of class CLS and
@@ -135,7 +243,7 @@ static void
 kp_partial_sweep (kp_heap_t *h, unsigned cls)
 {
   kp_chunk_t *next;
-  for (kp_chunk_t *c = h->partial[cls]; c != NULL; c = next)
+  for (kp_chunk_t *c = h->partial[cls].head; c != NULL; c = next)
     {
       next = c->next;
       kp_chunk_collect (c);
@@ -187,6 +295,12 @@ kp_thread_exit (void *arg)
         }
       while ((c = kp_partial_pop (h, cls)) != NULL)
         kp_thread_exit_chunk (h, c, pages);
+      while ((c = h->full[cls].head) != NULL)
+        {
+          kp_full_remove (h, c);
+          kp_thread_exit_chunk (h, c, pages);
+        }
+      h->full_new[cls] = 0;
     }
   kp_cache_thread_exit (h);
   kp_tc.heap = &kp_heap_dead;
@@ -239,16 +353,19 @@ kp_malloc_refill (size_t n)
         goto pop;
       kp_tc.active[cls] = &kp_empty_chunk;
       c->active = false;
-      if (!kp_chunk_abandon (c, h))
-        goto use;               /* remote frees arrived meanwhile */
+      kp_full_push (h, c);
     }
   kp_partial_sweep (h, cls);
-  while ((c = kp_partial_pop (h, cls)) != NULL)
+  for (int pass = 0; pass < 2; pass++)
     {
-      if (c->free != NULL || kp_chunk_collect (c) || kp_chunk_carve (c))
-        goto use;
-      if (!kp_chunk_abandon (c, h))
-        goto use;
+      while ((c = kp_partial_pop (h, cls)) != NULL)
+        {
+          if (c->free != NULL || kp_chunk_collect (c) || kp_chunk_carve (c))
+            goto use;
+          kp_full_push (h, c);
+        }
+      if (pass == 0)
+        kp_full_sweep (h, cls);
     }
   c = kp_chunk_adopt (h, cls);
   if (c == NULL)

@@ -139,9 +139,10 @@ typedef struct kp_chunk
   uint32_t capacity;            /* blocks in the chunk */
   char *bump;                   /* next never-used byte (lazy carving) */
   char *limit;                  /* end of the chunk's data */
-  struct kp_chunk *next, *prev; /* the owner heap's partial list */
+  struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
   bool fostered;                /* taken over by a free, class not in use */
   bool active;                  /* the owner's active chunk of its class */
+  bool full;                    /* on the owner heap's full list */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
      read relaxed by any freer, who only compares it with its own heap.  */
   _Atomic (kp_heap_t *) owner;
@@ -193,6 +194,9 @@ typedef struct kp_region
 
 #define KP_L1_SLOTS 4
 
+/* A doubly linked list of one heap's chunks, oldest first (heap.c).  */
+typedef struct kp_clist { kp_chunk_t *head, *tail; } kp_clist_t;
+
 /* A heap: one per live thread.  Heap records are permanent (never
    unmapped) and recycled for new threads, so a stale pointer to one is
    harmless: it is only ever compared.  */
@@ -201,8 +205,13 @@ struct kp_heap
   /* Owned chunks that are not active, oldest first: refills take from
      the head, so a chunk whose blocks other threads free is collected
      in turn rather than sinking under newer ones.  */
-  kp_chunk_t *partial[KP_NCLASS];
-  kp_chunk_t *partial_tail[KP_NCLASS];
+  kp_clist_t partial[KP_NCLASS];
+  /* Owned chunks that ran dry while active (heap.c): an owner free
+     moves one to the partial list; a refill that is about to claim
+     collects their remote frees once the list has grown by an eighth
+     since the last such sweep (full_new counts the pushes since).  */
+  kp_clist_t full[KP_NCLASS];
+  uint32_t full_count[KP_NCLASS], full_new[KP_NCLASS];
   unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   uint8_t numa_node;
@@ -351,6 +360,7 @@ KP_HIDDEN void *kp_malloc_refill (size_t n);
 KP_HIDDEN bool kp_heap_process_init (void);
 KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
+KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
 KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 
@@ -448,9 +458,12 @@ kp_free_pool (void *p)
       kp_block_t *b = p;
       b->next = c->free;
       c->free = b;
-      /* An empty chunk leaves, unless it is the active one: a
-         malloc/free loop must not call out on every free.  */
-      if (kp_unlikely (--c->used == 0) && !c->active)
+      /* A full chunk goes back on the partial list; an empty chunk
+         leaves, unless it is the active one: a malloc/free loop must
+         not call out on every free.  */
+      if (kp_unlikely (c->full))
+        kp_chunk_unfull (c);
+      else if (kp_unlikely (--c->used == 0) && !c->active)
         kp_chunk_retire (c);
       return;
     }

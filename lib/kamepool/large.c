@@ -134,6 +134,7 @@ kp_dedicated_alloc (size_t n)
   c->next = c->prev = NULL;
   c->fostered = false;
   c->active = false;
+  c->full = false;
   c->orig_heap = NULL;
   atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
                          memory_order_relaxed);

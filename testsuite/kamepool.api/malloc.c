@@ -504,6 +504,34 @@ KT_TEST (freed_blocks_are_reused)
   kame_pool_free (first);
 }
 
+/* The owner's free into a chunk it filled hands that block out next:
+   the chunk becomes the class's active one (its line is still in the
+   cache).  32 blocks of 8 KiB fill one unit; the 33rd opens a second
+   chunk, whose next block comes once the first is dry again.  */
+KT_TEST (a_free_into_a_full_chunk_is_the_next_block_handed_out)
+{
+  enum { PER_CHUNK = 32, N = PER_CHUNK + 1 };
+  char *p[N];
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (8 * KIB);
+      KT_CHECK (p[i] != NULL);
+    }
+  for (int i = 1; i < PER_CHUNK; i++)
+    KT_CHECK_EQ ((uintptr_t) p[i] / UNIT, (uintptr_t) p[0] / UNIT);
+  KT_CHECK ((uintptr_t) p[PER_CHUNK] / UNIT != (uintptr_t) p[0] / UNIT);
+  kame_pool_free (p[5]);
+  char *q = kame_pool_malloc (8 * KIB);
+  KT_CHECK_EQ ((uintptr_t) q, (uintptr_t) p[5]);
+  char *r = kame_pool_malloc (8 * KIB);
+  KT_CHECK_EQ ((uintptr_t) r, (uintptr_t) (p[PER_CHUNK] + 8 * KIB));
+  kame_pool_free (q);
+  kame_pool_free (r);
+  for (int i = 0; i < N; i++)
+    if (i != 5)
+      kame_pool_free (p[i]);
+}
+
 KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (every_size_is_16_byte_aligned_with_its_class_usable_size),
          KT_CASE (usable_size_at_every_class_boundary),
@@ -521,4 +549,5 @@ KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (realloc_grow_beyond_usable_moves_copies_and_frees),
          KT_CASE (realloc_failure_returns_null_and_keeps_the_block),
          KT_CASE (free_null_does_nothing),
-         KT_CASE (freed_blocks_are_reused))
+         KT_CASE (freed_blocks_are_reused),
+         KT_CASE (a_free_into_a_full_chunk_is_the_next_block_handed_out))

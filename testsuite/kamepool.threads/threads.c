@@ -400,6 +400,47 @@ KT_TEST (producer_consumer_pair_hands_over_400000_blocks)
   kame_pool_free (first);
 }
 
+/* A thread keeps the chunks it filled; another thread frees every
+   block of them (remote frees into owned, full chunks).  When the first
+   thread allocates as many blocks again, it must find those frees
+   before it claims (the empty ones are released and claimed again):
+   the chunk and unit counts do not move.  */
+enum { FILL_CHUNKS = 8, FILL_BLOCKS = FILL_CHUNKS * 32 };  /* 8 KiB class */
+static void *fill[FILL_BLOCKS];
+
+static void *
+free_the_fill (void *arg)
+{
+  (void) arg;
+  for (int i = 0; i < FILL_BLOCKS; i++)
+    kame_pool_free (fill[i]);
+  return NULL;
+}
+
+KT_TEST (remote_frees_into_full_chunks_are_collected_before_a_claim)
+{
+  KT_CHECK (settle_thread_machinery ());
+  kame_pool_stats_t before = stats_now ();
+  for (int i = 0; i < FILL_BLOCKS; i++)
+    {
+      fill[i] = kame_pool_malloc (8 * KIB);
+      KT_CHECK (fill[i] != NULL);
+    }
+  kame_pool_stats_t filled = stats_now ();
+  KT_CHECK_EQ (filled.chunks_live - before.chunks_live, FILL_CHUNKS);
+  KT_CHECK (run_thread (free_the_fill, NULL));
+  for (int i = 0; i < FILL_BLOCKS; i++)
+    {
+      fill[i] = kame_pool_malloc (8 * KIB);
+      KT_CHECK (fill[i] != NULL);
+    }
+  kame_pool_stats_t again = stats_now ();
+  KT_CHECK_EQ (again.chunks_live, filled.chunks_live);
+  KT_CHECK_EQ (again.units_live, filled.units_live);
+  for (int i = 0; i < FILL_BLOCKS; i++)
+    kame_pool_free (fill[i]);
+}
+
 /* ---- Thread-exit reclaim ---------------------------------------------- */
 
 /* 73 blocks of the 3584 class fill one unit (73 * 3584 <= 256 KiB).  */
@@ -471,4 +512,5 @@ KT_MAIN (KT_CASE (chunks_and_units_plateau_over_200_spawn_join_cycles),
          KT_CASE (free_in_a_key_destructor_after_the_heap_is_gone),
          KT_CASE (blocks_of_an_exited_thread_are_freed_by_another),
          KT_CASE (producer_consumer_pair_hands_over_400000_blocks),
+         KT_CASE (remote_frees_into_full_chunks_are_collected_before_a_claim),
          KT_CASE (thread_exit_reclaim_returns_empty_chunks_pages))

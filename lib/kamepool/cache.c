@@ -212,14 +212,23 @@ kp_l2_put (uintptr_t e, size_t cap, size_t reserved)
   return false;
 }
 
+/* Where the next eviction starts: puts fill the lowest empty slot, so
+   a hand that moves on round the array releases entries roughly in
+   the order they came.  Relaxed: any start is correct.  */
+static _Atomic (unsigned) kp_l2_hand;
+
 /* Release second-level entries until it holds at most KEEP bytes;
    true when any was released.  */
 static bool
 kp_l2_evict (size_t keep)
 {
   bool any = false;
-  for (unsigned i = 0; i < KP_L2_SLOTS && kp_l2_bytes () > keep; i++)
+  unsigned hand = atomic_load_explicit (&kp_l2_hand, memory_order_relaxed);
+  for (unsigned k = 0; k < KP_L2_SLOTS && kp_l2_bytes () > keep; k++)
     {
+      unsigned i = (hand + k) % KP_L2_SLOTS;
+      atomic_store_explicit (&kp_l2_hand, (i + 1) % KP_L2_SLOTS,
+                             memory_order_relaxed);
       uintptr_t e = atomic_exchange_explicit (&kp_l2[i], 0,
                                               memory_order_acquire);
       if (e == 0)
@@ -309,7 +318,14 @@ kp_cache_put (uintptr_t e)
     }
   size_t l2 = kp_l2_bytes ();
   if (l2 > cap - bytes)
-    return false;
+    {
+      /* Full: the newest block is the likeliest to be asked for
+         again, so older ones make room for it.  */
+      kp_l2_evict (cap - bytes);
+      l2 = kp_l2_bytes ();
+      if (l2 > cap - bytes)
+        return false;
+    }
   if (kp_l1_bytes (h) > cap - bytes - l2)
     kp_l1_evict (h, cap - bytes - l2);
   /* Oldest first: close the gaps, keeping the order, then append.  */

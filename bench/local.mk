@@ -12,7 +12,8 @@ BENCH_PROGS = \
 	bench/xmix \
 	bench/falseshare \
 	bench/tlbchase \
-	bench/mixed_large
+	bench/mixed_large \
+	bench/rss_return
 EXTRA_PROGRAMS += $(BENCH_PROGS)
 CLEANFILES += $(BENCH_PROGS)
 
@@ -50,6 +51,9 @@ bench_tlbchase_LDADD = $(BENCH_LDADD)
 bench_mixed_large_SOURCES = bench/mixed_large.c bench/bench.h
 bench_mixed_large_CFLAGS = $(BENCH_CFLAGS)
 bench_mixed_large_LDADD = $(BENCH_LDADD)
+bench_rss_return_SOURCES = bench/rss_return.c bench/bench.h
+bench_rss_return_CFLAGS = $(BENCH_CFLAGS)
+bench_rss_return_LDADD = $(BENCH_LDADD)
 
 ## A copy of libkamepool with the TLS model the build did not choose,
 ## so that the tables show the hot-path cost of both models side by

@@ -34,8 +34,16 @@
    the second level and the calling thread's first level at once;
    other threads trim their first level at their next put, and drain
    it when they exit, so until then each other thread may hold up to
-   KP_L1_SLOTS blocks beyond the cap.  Huge mappings (above 32 MiB) never enter the
-   cache, so a request is never served from a much bigger block.  */
+   KP_L1_SLOTS blocks beyond the cap.  A huge mapping (above 32 MiB)
+   is reused only for a request of exactly its size, so a request is
+   never served from a much bigger block.
+
+   When the cap is reached, older second-level entries are evicted for
+   the new one.  A thread that frees more than half the cap's worth of
+   large blocks with no large allocation in between, by itself or by
+   the others, is tearing a working set down: the cache is drained and its
+   blocks go back to the OS (kp_cache_streak_over), so the RSS comes
+   back down instead of staying at the cap.  */
 
 #include <config.h>
 
@@ -53,6 +61,9 @@ static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
 /* ---- Entries ------------------------------------------------------------ */
 
 #define KP_ENTRY_MAPPING ((uintptr_t) 1)
+/* The biggest mapping an entry can describe: its pages in the 24 bits
+   above the flag.  */
+#define KP_ENTRY_MAPPING_MAX ((((size_t) 1 << 24) - 1) << 12)
 
 static inline uintptr_t
 kp_entry_chunk (const kp_chunk_t *c)
@@ -90,25 +101,27 @@ kp_entry_base (uintptr_t e)
 }
 
 /* Does entry E serve a request of kind MAPPING for NEED bytes?  A
-   chunk must have exactly the units asked for; a mapping may be up to
-   1/8 bigger.  */
+   chunk must have exactly the units asked for, and so must a huge
+   mapping (above 32 MiB); a smaller mapping may be up to 1/8 bigger.  */
 static inline bool
 kp_entry_fits (uintptr_t e, bool mapping, size_t need)
 {
   if (e == 0 || kp_entry_is_mapping (e) != mapping)
     return false;
   size_t have = kp_entry_bytes (e);
-  if (!mapping)
+  if (!mapping || need > KP_REGION_SIZE)
     return have == need;
   return have >= need && have - need <= need >> KP_CACHE_SLACK_SHIFT;
 }
 
-/* Could E serve the request once trimmed: same kind, bigger?  */
+/* Could E serve the request once trimmed: same kind, bigger?  Huge
+   mappings serve and are served by exact fits only.  */
 static inline bool
 kp_entry_bigger (uintptr_t e, bool mapping, size_t need)
 {
   return e != 0 && kp_entry_is_mapping (e) == mapping
-         && kp_entry_bytes (e) > need;
+         && kp_entry_bytes (e) > need
+         && (!mapping || kp_entry_bytes (e) <= KP_REGION_SIZE);
 }
 
 /* Give E's memory back for good.  */
@@ -118,7 +131,7 @@ kp_entry_release (uintptr_t e)
   if (kp_entry_is_mapping (e))
     kp_mapping_release (kp_entry_base (e));
   else
-    kp_units_release (kp_chunk_of (kp_entry_base (e)), KP_PAGES_LAZY);
+    kp_units_release (kp_chunk_of (kp_entry_base (e)), KP_PAGES_LAZY_LARGE);
 }
 
 /* ---- Levels -------------------------------------------------------------- */
@@ -293,6 +306,69 @@ kp_cache_take (bool mapping, size_t need)
   return e;
 }
 
+/* The sum of the large_allocated of every heap but SELF.  */
+static size_t
+kp_large_allocated_others (const kp_heap_t *self)
+{
+  size_t sum = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    if (h != self)
+      sum += atomic_load_explicit (&h->large_allocated, memory_order_relaxed);
+  return sum;
+}
+
+/* H frees BYTES of a large block.  True when the block should go back
+   to the OS rather than into the cache: H has freed more than one
+   block and more than half the cap since it last allocated a large
+   block, net of what the other threads allocated meanwhile.  That is a working set being
+   torn down, not recycled, and the cache is drained: what it holds
+   would stay resident for nothing.  A consumer that frees what a
+   producer allocates sees the producer's allocations and keeps
+   caching.  The sum over the heaps is taken once the streak passes
+   the threshold, so it costs nothing on the loops the cache is for;
+   a loop over one block of any size never gets there.  */
+static bool
+kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
+{
+  h->free_streak += bytes;
+  if (kp_likely (h->free_streak <= cap / 2 || h->free_streak == bytes))
+    return false;
+  /* What the others allocated since the last look pays the streak
+     down: those frees fed a consumer, not a teardown.  */
+  size_t others = kp_large_allocated_others (h);
+  size_t paid = others - h->streak_seen;
+  h->streak_seen = others;
+  h->free_streak = h->free_streak > paid ? h->free_streak - paid : 0;
+  if (h->free_streak <= cap / 2)
+    return false;
+  kp_cache_drain ();
+  kp_units_purge_dirty ();
+  return true;
+}
+
+/* Is this thread tearing a working set down (see above)?  Then what
+   the cache does not take goes straight back to the kernel.  */
+bool
+kp_cache_tearing_down (void)
+{
+  kp_heap_t *h = kp_cache_heap ();
+  return h != NULL && h->free_streak > kp_cache_cap_now () / 2;
+}
+
+/* A large allocation of BYTES by this thread: it ends its free streak.  */
+void
+kp_cache_note_alloc (size_t bytes)
+{
+  kp_heap_t *h = kp_cache_heap ();
+  if (h == NULL)
+    return;
+  atomic_store_explicit (&h->large_allocated,
+                         atomic_load_explicit (&h->large_allocated,
+                                               memory_order_relaxed) + bytes,
+                         memory_order_relaxed);
+  h->free_streak = 0;
+}
+
 /* Keep E if the cap allows; false when the caller must release it.
    The cap bounds the second level plus the calling thread's first.  */
 KP_INLINE bool
@@ -305,6 +381,8 @@ kp_cache_put (uintptr_t e)
   kp_heap_t *h = kp_cache_heap ();
   if (h == NULL)
     return kp_l2_put (e, cap, 0);
+  if (kp_cache_streak_over (h, bytes, cap))
+    return false;
   /* Make room: the oldest entry moves to the second level when the
      first is full, and entries are released while over the cap.  */
   if (h->l1[0] != 0)
@@ -357,7 +435,7 @@ kp_cache_take_chunk (unsigned units)
       /* The rest stays resident in the cache while the cap allows.  */
       kp_chunk_t *t = kp_dedicated_trim (c, units);
       if (!kp_cache_put (kp_entry_chunk (t)))
-        kp_units_release (t, KP_PAGES_LAZY);
+        kp_units_release (t, KP_PAGES_LAZY_LARGE);
     }
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
   return c;
@@ -376,7 +454,7 @@ kp_cache_put_chunk (kp_chunk_t *c)
 void *
 kp_cache_take_mapping (size_t map_size, size_t *got)
 {
-  if (map_size > KP_REGION_SIZE)
+  if (map_size > KP_ENTRY_MAPPING_MAX)
     return NULL;
   uintptr_t e = kp_cache_take (true, map_size);
   if (e == 0)
@@ -395,6 +473,8 @@ void *
 kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
 {
   size_t floor = map_size / 2;
+  if (map_size > KP_REGION_SIZE)
+    return NULL;                /* huge: exact fits only */
   kp_heap_t *h = kp_cache_heap ();
   uintptr_t e = 0;
   if (h != NULL)
@@ -443,8 +523,8 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
 bool
 kp_cache_put_mapping (void *base, size_t map_size)
 {
-  if (map_size > KP_REGION_SIZE || ((uintptr_t) base & KP_REGION_MASK) != 0
-      || (map_size & 4095) != 0)
+  if (map_size > KP_ENTRY_MAPPING_MAX
+      || ((uintptr_t) base & KP_REGION_MASK) != 0 || (map_size & 4095) != 0)
     return false;
   return kp_cache_put (kp_entry_mapping (base, map_size));
 }
@@ -476,15 +556,26 @@ kp_cache_bytes (void)
 
 /* ---- Public calls ------------------------------------------------------- */
 
+size_t
+kp_cache_cap_now (void)
+{
+  return atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+}
+
 void
 kame_pool_set_large_cache_cap (size_t bytes)
 {
-  atomic_store_explicit (&kp_cache_cap, bytes, memory_order_relaxed);
+  size_t old = atomic_exchange_explicit (&kp_cache_cap, bytes,
+                                         memory_order_relaxed);
   kp_l2_evict (bytes);
   kp_heap_t *h = kp_cache_heap ();
   size_t l2 = kp_l2_bytes ();
   if (h != NULL)
     kp_l1_evict (h, l2 < bytes ? bytes - l2 : 0);
+  /* The free units the large tier keeps resident are bounded by the
+     cap too (region.c).  */
+  if (bytes < old)
+    kp_units_purge_dirty ();
 }
 
 size_t

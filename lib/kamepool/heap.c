@@ -303,6 +303,7 @@ kp_thread_exit (void *arg)
       h->full_new[cls] = 0;
     }
   kp_cache_thread_exit (h);
+  h->free_streak = h->streak_seen = 0;
   kp_tc.heap = &kp_heap_dead;
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
 }
@@ -315,7 +316,7 @@ kp_heap_process_init (void)
 
 /* Give this thread a heap.  The TLS pointer is set before
    pthread_setspecific, which may itself allocate.  */
-static bool
+bool
 kp_thread_init (void)
 {
   if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
@@ -370,7 +371,7 @@ kp_malloc_refill (size_t n)
   c = kp_chunk_adopt (h, cls);
   if (c == NULL)
     {
-      c = kp_units_claim_retry (kp_class_units[cls]);
+      c = kp_units_claim_retry (kp_class_units[cls], false);
       if (c == NULL)
         return kp_units_fallback (n, 0);        /* cap reached, or no memory */
       kp_chunk_init_small (c, cls, h);

@@ -225,6 +225,13 @@ struct kp_heap
   /* Large mappings made minus freed by this thread, and their bytes
      (large.c); same rules as l1_bytes.  */
   _Atomic (size_t) large_count, large_bytes;
+  /* Bytes of large blocks this thread has allocated, ever (same rules:
+     owner stores, relaxed loads by others); and, owner-only, the bytes
+     of large blocks it freed since its last large allocation or since
+     it last saw the others allocate, with the sum of every heap's
+     large_allocated when it last looked (cache.c, the free streak).  */
+  _Atomic (size_t) large_allocated;
+  size_t free_streak, streak_seen;
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -323,9 +330,11 @@ enum kp_release_pages
 {
   KP_PAGES_KEEP,                /* keep them resident */
   KP_PAGES_LAZY,                /* keep them while the dirty budget allows */
+  KP_PAGES_LAZY_LARGE,          /* same, with the large tier's budget */
   KP_PAGES_DISCARD              /* return them to the kernel now */
 };
-KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units);
+KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, bool large);
+KP_HIDDEN void kp_units_purge_dirty (void);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN size_t kp_dirty_units (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
@@ -361,6 +370,7 @@ KP_HIDDEN bool kp_heap_process_init (void);
 KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
+KP_HIDDEN bool kp_thread_init (void);
 KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
 KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 
@@ -388,7 +398,8 @@ KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
 /* Out of units (the cap, or the kernel refused a region): drain the
    large cache and claim once more.  */
-KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units);
+KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, bool large);
+KP_HIDDEN size_t kp_cache_cap_now (void);
 /* What a small or dedicated request gets when no units are left: the
    C library's block, or NULL and ENOMEM in the strict cap policy.  */
 KP_HIDDEN void *kp_units_fallback (size_t n, size_t align);
@@ -400,6 +411,8 @@ KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);
+KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
+KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
 KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED

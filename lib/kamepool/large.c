@@ -88,11 +88,11 @@ kp_large_stats (size_t *count, size_t *bytes)
 _Atomic (int) kp_cap_strict;
 
 kp_chunk_t *
-kp_units_claim_retry (unsigned units)
+kp_units_claim_retry (unsigned units, bool large)
 {
-  kp_chunk_t *c = kp_units_claim (units);
+  kp_chunk_t *c = kp_units_claim (units, large);
   if (kp_unlikely (c == NULL) && kp_cache_drain ())
-    c = kp_units_claim (units);
+    c = kp_units_claim (units, large);
   return c;
 }
 
@@ -124,7 +124,7 @@ kp_dedicated_alloc (size_t n)
   kp_chunk_t *c = kp_cache_take_chunk (units);
   if (c != NULL)
     return kp_chunk_data (c);
-  c = kp_units_claim_retry (units);
+  c = kp_units_claim_retry (units, true);
   if (c == NULL)
     return NULL;
   c->free = NULL;
@@ -187,7 +187,8 @@ kp_dedicated_free (kp_chunk_t *c, void *p)
       return;
     }
   if (!kp_cache_put_chunk (c))
-    kp_units_release (c, KP_PAGES_LAZY);
+    kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
+                                                  : KP_PAGES_LAZY_LARGE);
 }
 
 /* Under a tight RLIMIT_AS the over-sized mapping with which
@@ -422,6 +423,11 @@ kp_malloc_large (size_t n, size_t align)
       && !kp_process_init ())
     return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
                                 : kp_libc_malloc (n);
+  /* A thread whose first allocation is large gets its heap here, for
+     its first-level cache and its free streak.  */
+  if (kp_unlikely (!kp_heap_live (kp_tc.heap)) && kp_tc.heap != &kp_heap_dead)
+    kp_thread_init ();
+  kp_cache_note_alloc (n);
   if (n <= KP_DEDICATED_MAX && align <= KP_UNIT_SIZE)
     {
       void *p = kp_dedicated_alloc (n);

@@ -129,9 +129,14 @@ kp_run_mask (unsigned units)
   return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
 }
 
-/* Try to claim UNITS units in R; the descriptor of the run, or NULL.  */
+/* Try to claim UNITS units in R; the descriptor of the run, or NULL.
+   A run starts at a multiple of STEP (UNITS for small chunks, so that
+   they tile the words; 1 for dedicated chunks, which take the first
+   fit and so reuse the holes that freed chunks of other sizes left).
+   With DIRTY, only runs whose pages are all still resident qualify.  */
 static kp_chunk_t *
-kp_region_try_claim (kp_region_t *r, unsigned units)
+kp_region_try_claim (kp_region_t *r, unsigned units, unsigned step,
+                     bool dirty)
 {
   uint64_t run = kp_run_mask (units);
   for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
@@ -140,8 +145,13 @@ kp_region_try_claim (kp_region_t *r, unsigned units)
     rescan:
       if (v == ~(uint64_t) 0)
         continue;
-      for (unsigned k = 0; k + units <= 64; k += units)
-        if (((v >> k) & run) == 0)
+      uint64_t d = dirty ? atomic_load_explicit (&r->dirty[w],
+                                                 memory_order_relaxed)
+                         : ~(uint64_t) 0;
+      if (dirty && (d & ~v) == 0)
+        continue;
+      for (unsigned k = 0; k + units <= 64; k += step)
+        if (((v >> k) & run) == 0 && ((d >> k) & run) == run)
           {
             if (!atomic_compare_exchange_strong_explicit
                 (&r->claim[w], &v, v | (run << k),
@@ -167,7 +177,7 @@ kp_region_try_claim (kp_region_t *r, unsigned units)
 
 /* Claim a run of UNITS units from a region of node NODE's list.  */
 static kp_chunk_t *
-kp_node_try_claim (unsigned node, unsigned units)
+kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
 {
   for (kp_region_t *r = atomic_load_explicit (&kp_node_regions[node],
                                               memory_order_acquire);
@@ -176,14 +186,14 @@ kp_node_try_claim (unsigned node, unsigned units)
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
-      kp_chunk_t *c = kp_region_try_claim (r, units);
-      if (c != NULL)
-        return c;
+      kp_chunk_t *c = kp_region_try_claim (r, units, step, dirty);
+      if (c != NULL || dirty)
+        return c != NULL ? c : NULL;
       /* Clear the hint, then look once more, so that a release
          racing with this scan cannot leave a region with free
          units marked full forever.  */
       atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
-      c = kp_region_try_claim (r, units);
+      c = kp_region_try_claim (r, units, step, false);
       if (c != NULL)
         {
           atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
@@ -193,32 +203,81 @@ kp_node_try_claim (unsigned node, unsigned units)
   return NULL;
 }
 
-/* Claim a run of UNITS (1..KP_MAX_UNITS) units: from a region of the
-   calling thread's node, else from a new region of that node, so that
-   a thread's memory stays on its node.  Only when no region can be
-   mapped (the cap, or no memory) do the other nodes' regions serve.
-   When a crowd of threads swarms a fresh region and takes it all, a
-   thread maps another and retries instead of failing.  NULL only when
-   the cap is reached or the kernel refuses memory, and no node has a
-   free run.  */
+/* Claim a run of UNITS (1..KP_MAX_UNITS) units, for a dedicated chunk
+   when LARGE: first a run whose pages are still resident, when there
+   are enough such units, so that no page faults in again; then from a
+   region of the calling thread's node, else from a new region of that
+   node, so that a thread's memory stays on its node.  Only when no
+   region can be mapped (the cap, or no memory) do the other nodes'
+   regions serve.  When a crowd of threads swarms a fresh region and
+   takes it all, a thread maps another and retries instead of failing.
+   NULL only when the cap is reached or the kernel refuses memory, and
+   no node has a free run.  */
 kp_chunk_t *
-kp_units_claim (unsigned units)
+kp_units_claim (unsigned units, bool large)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
   unsigned home = kp_numa_thread_node ();
+  unsigned step = large ? 1 : units;
+  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) >= units)
+    {
+      kp_chunk_t *c = kp_node_try_claim (home, units, step, true);
+      if (c != NULL)
+        return c;
+    }
   for (;;)
     {
-      kp_chunk_t *c = kp_node_try_claim (home, units);
+      kp_chunk_t *c = kp_node_try_claim (home, units, step, false);
       if (c != NULL)
         return c;
       if (kp_region_new (home) != NULL)
         continue;
       unsigned nodes = kp_numa_nodes ();
       for (unsigned i = 1; i < nodes; i++)
-        if ((c = kp_node_try_claim ((home + i) % nodes, units)) != NULL)
+        if ((c = kp_node_try_claim ((home + i) % nodes, units, step, false))
+            != NULL)
           return c;
       return NULL;
     }
+}
+
+/* Give the pages of every free, resident unit back to the kernel: a
+   working set was torn down, or the large cache's cap was lowered.
+   Each unit is claimed for the moment (so no one else can take it
+   while its pages go), discarded and released.  */
+void
+kp_units_purge_dirty (void)
+{
+  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) == 0)
+    return;
+  for (kp_region_t *r = kp_region_first (); r != NULL;
+       r = atomic_load_explicit (&r->next, memory_order_acquire))
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      for (;;)
+        {
+          uint64_t v = atomic_load_explicit (&r->claim[w],
+                                             memory_order_relaxed);
+          uint64_t d = atomic_load_explicit (&r->dirty[w],
+                                             memory_order_relaxed) & ~v;
+          if (d == 0)
+            break;
+          uint64_t bit = d & -d;
+          if (!atomic_compare_exchange_strong_explicit
+              (&r->claim[w], &v, v | bit, memory_order_acquire,
+               memory_order_relaxed))
+            continue;
+          unsigned u = w * 64 + (unsigned) __builtin_ctzll (bit);
+          if (atomic_fetch_and_explicit (&r->dirty[w], ~bit,
+                                         memory_order_relaxed) & bit)
+            {
+              atomic_fetch_sub_explicit (&kp_dirty_count, 1,
+                                         memory_order_relaxed);
+              kp_os_discard ((char *) r + ((size_t) u << KP_UNIT_SHIFT),
+                             KP_UNIT_SIZE);
+            }
+          atomic_fetch_and_explicit (&r->claim[w], ~bit,
+                                     memory_order_release);
+        }
 }
 
 /* Release chunk C's units.  The caller holds C exclusively (its owned
@@ -234,10 +293,18 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   atomic_store_explicit (&c->kind, KP_KIND_NONE, memory_order_relaxed);
   for (unsigned i = 0; i < units; i++)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
-  if (pages == KP_PAGES_LAZY
-      && atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
-         + units > KP_DIRTY_BUDGET_UNITS)
-    pages = KP_PAGES_DISCARD;
+  if (pages == KP_PAGES_LAZY || pages == KP_PAGES_LAZY_LARGE)
+    {
+      /* The large tier's budget is the large cache's cap: released
+         dedicated chunks are the cache's overflow, and the free runs
+         they leave serve any size (kp_units_claim).  */
+      size_t budget = KP_DIRTY_BUDGET_UNITS;
+      if (pages == KP_PAGES_LAZY_LARGE)
+        budget += kp_cache_cap_now () >> KP_UNIT_SHIFT;
+      if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
+          + units > budget)
+        pages = KP_PAGES_DISCARD;
+    }
   if (pages == KP_PAGES_DISCARD)
     kp_os_discard (kp_chunk_data (c), (size_t) units << KP_UNIT_SHIFT);
   else

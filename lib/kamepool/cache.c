@@ -385,7 +385,10 @@ kp_cache_put (uintptr_t e)
     return false;
   /* Make room: the oldest entry moves to the second level when the
      first is full, and entries are released while over the cap.  */
-  if (h->l1[0] != 0)
+  unsigned held = 0;
+  for (unsigned k = 0; k < KP_L1_SLOTS; k++)
+    held += h->l1[k] != 0;
+  if (held == KP_L1_SLOTS)
     {
       uintptr_t old = h->l1[0];
       h->l1[0] = 0;
@@ -422,6 +425,29 @@ kp_cache_put (uintptr_t e)
 }
 
 /* ---- The tiers' interface ----------------------------------------------- */
+
+/* The thread's own cache, for a dedicated chunk of exactly UNITS units:
+   the path of a loop over one large size, with no call and no atomic
+   read-modify-write.  H is the calling thread's live heap.  */
+kp_chunk_t *
+kp_cache_take_chunk_own (kp_heap_t *h, unsigned units)
+{
+  uintptr_t want = (uintptr_t) units << 1;
+  for (unsigned i = KP_L1_SLOTS; i-- > 0;)
+    {
+      uintptr_t e = h->l1[i];
+      if (e != 0 && (e & (KP_UNIT_SIZE - 1)) == want)
+        {
+          h->l1[i] = 0;
+          kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
+          kp_chunk_t *c = kp_chunk_of (kp_entry_base (e));
+          atomic_store_explicit (&c->kind, KP_KIND_DEDICATED,
+                                 memory_order_relaxed);
+          return c;
+        }
+    }
+  return NULL;
+}
 
 kp_chunk_t *
 kp_cache_take_chunk (unsigned units)

@@ -418,6 +418,7 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
+KP_HIDDEN kp_chunk_t *kp_cache_take_chunk_own (kp_heap_t *h, unsigned units);
 /* Keep C, a dedicated chunk whose block was freed; false when the
    caller must release it.  */
 KP_HIDDEN bool kp_cache_put_chunk (kp_chunk_t *c);

@@ -414,6 +414,20 @@ kp_mapping_release (void *base)
 void *
 kp_malloc_large (size_t n, size_t align)
 {
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (kp_heap_live (h)) && n <= KP_DEDICATED_MAX
+      && align <= KP_UNIT_SIZE)
+    {
+      /* A chunk of this size that this thread freed: the common case
+         of a loop, served before anything else.  */
+      unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
+      kp_chunk_t *c = kp_cache_take_chunk_own (h, units);
+      if (c != NULL)
+        {
+          kp_cache_note_alloc (n);
+          return kp_chunk_data (c);
+        }
+    }
   if (kp_unlikely (n > PTRDIFF_MAX))
     {
       errno = ENOMEM;

@@ -137,7 +137,8 @@ kp_realloc (void *p, size_t n)
     }
   if (n <= usable)
     return p;
-  if (usable > KP_DEDICATED_MAX && kp_large_grow (p, n))
+  if (usable > KP_DEDICATED_MAX ? kp_large_grow (p, n)
+      : usable > KP_SMALL_MAX && kp_dedicated_grow (p, n))
     return p;
   void *q = kp_malloc (n);
   if (q == NULL)

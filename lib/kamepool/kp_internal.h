@@ -335,6 +335,7 @@ enum kp_release_pages
 };
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, bool large);
 KP_HIDDEN void kp_units_purge_dirty (void);
+KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN size_t kp_dirty_units (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
@@ -394,6 +395,7 @@ KP_HIDDEN size_t kp_large_usable (const void *p, int kind);
 KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
 KP_HIDDEN bool kp_large_grow (void *p, size_t n);
+KP_HIDDEN bool kp_dedicated_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
 /* Out of units (the cap, or the kernel refused a region): drain the

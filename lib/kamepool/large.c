@@ -485,6 +485,26 @@ kp_large_free (void *p, int kind)
   kp_mapping_unmap (hdr);
 }
 
+/* Grow P, the block of a live dedicated chunk, to N bytes (at most
+   4 MiB) where it lies, by claiming the free units that follow it.  */
+bool
+kp_dedicated_grow (void *p, size_t n)
+{
+  if (n > KP_DEDICATED_MAX
+      || kp_radix_lookup ((uintptr_t) p) != KP_RADIX_POOL)
+    return false;
+  kp_chunk_t *c = kp_chunk_of (p);
+  if (atomic_load_explicit (&c->kind, memory_order_relaxed)
+      != KP_KIND_DEDICATED || p != kp_chunk_data (c))
+    return false;
+  unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
+  if (!kp_units_extend (c, units))
+    return false;
+  atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
+                         memory_order_relaxed);
+  return true;
+}
+
 /* Grow P, a live large mapping, to N bytes where it lies, with mremap
    and no move (the block must stay where its radix entry is).  */
 bool

@@ -241,6 +241,44 @@ kp_units_claim (unsigned units, bool large)
     }
 }
 
+/* Extend chunk C, which the caller holds exclusively (the block of a
+   dedicated chunk), to UNITS units by claiming the units right after it
+   in the same claim word; false when one of them is taken or the run
+   would cross the word.  The same order as a claim: the CAS first, the
+   back-offsets after it is won.  */
+bool
+kp_units_extend (kp_chunk_t *c, unsigned units)
+{
+  kp_region_t *r = kp_region_of (c);
+  unsigned base = kp_chunk_base_unit (c);
+  unsigned have = atomic_load_explicit (&c->units, memory_order_relaxed);
+  KP_ASSERT (units > have && units <= KP_MAX_UNITS);
+  unsigned from = base + have, w = base / 64, k = from % 64;
+  /* A run never crosses a claim word (kp_units_release clears bits of
+     one word).  */
+  if (base + units > KP_UNITS || (base + units - 1) / 64 != w)
+    return false;
+  uint64_t more = kp_run_mask (units - have) << k;
+  uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
+  do
+    if ((v & more) != 0)
+      return false;
+  while (!atomic_compare_exchange_weak_explicit (&r->claim[w], &v, v | more,
+                                                 memory_order_acquire,
+                                                 memory_order_relaxed));
+  for (unsigned i = have; i < units; i++)
+    atomic_store_explicit (&r->back[base + i], (uint8_t) i,
+                           memory_order_relaxed);
+  uint64_t was = atomic_fetch_and_explicit (&r->dirty[w], ~more,
+                                            memory_order_relaxed);
+  unsigned cleaned = (unsigned) __builtin_popcountll (was & more);
+  if (cleaned != 0)
+    atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
+                               memory_order_relaxed);
+  atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
+  return true;
+}
+
 /* Give the pages of every free, resident unit back to the kernel: a
    working set was torn down, or the large cache's cap was lowered.
    Each unit is claimed for the moment (so no one else can take it

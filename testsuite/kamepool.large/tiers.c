@@ -486,6 +486,52 @@ KT_TEST (large_cache_grows_mapping)
   kame_pool_free (r);
 }
 
+/* realloc grows a dedicated chunk where it lies by claiming the free
+   units after it: same block, the new units counted as live, usable
+   size the whole new run.  When the next unit is taken, the block
+   moves, with its contents.  The layout is made known: with the cache
+   off (which also gives back every resident free unit), a 4-unit chunk
+   A is freed and its units stay resident; a new dedicated chunk takes
+   resident units first, so the 2-unit block starts where A did, with
+   A's other two units free after it.  */
+KT_TEST (large_realloc_grows_dedicated_in_place)
+{
+  empty_cache (0);
+  void *a = kame_pool_malloc (4 * UNIT);
+  KT_CHECK (a != NULL);
+  kame_pool_free (a);
+  unsigned char *p = kame_pool_malloc (300 * KiB);       /* 2 units */
+  KT_CHECK_PTR_EQ (p, a);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (p), 2 * UNIT);
+  memset (p, 0x5a, 300 * KiB);
+  kame_pool_stats_t before = stats ();
+  unsigned char *q = kame_pool_realloc (p, 700 * KiB);  /* 3 units */
+  KT_CHECK_PTR_EQ (q, p);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 3 * UNIT);
+  kame_pool_stats_t after = stats ();
+  KT_CHECK_EQ (after.units_live, before.units_live + 1);
+  KT_CHECK_EQ (after.chunks_live, before.chunks_live);
+  KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes + UNIT);
+  for (size_t i = 0; i < 300 * KiB; i++)
+    if (q[i] != 0x5a)
+      KT_FAILF ("byte %zu changed", i);
+  memset (q, 0x6b, 700 * KiB);
+
+  /* Now block the unit after it: the next grow must move.  */
+  unsigned char *wall = kame_pool_malloc (UNIT);
+  KT_CHECK_PTR_EQ (wall, q + 3 * UNIT);
+  unsigned char *r = kame_pool_realloc (q, 900 * KiB);   /* 4 units */
+  KT_CHECK (r != NULL && r != q);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (r), 4 * UNIT);
+  for (size_t i = 0; i < 700 * KiB; i++)
+    if (r[i] != 0x6b)
+      KT_FAILF ("byte %zu not copied", i);
+  kame_pool_free (r);
+  kame_pool_free (wall);
+  KT_CHECK_EQ (stats ().dedicated_chunk_bytes, 0);
+  kame_pool_set_large_cache_cap (64 * MiB);
+}
+
 /* The free streak.  40 blocks of 1 MiB (dedicated, 4 units) freed in
    a row by the thread that allocated them are a working set torn down:
    once more than half the 64 MiB cap is freed the cache is drained and
@@ -535,4 +581,5 @@ KT_MAIN (KT_CASE (large_cache_grows_mapping), KT_CASE (large_calloc_recycled), K
          KT_CASE (large_double_free_cached), KT_CASE (large_no_over_serving),
          KT_CASE (large_stats_step), KT_CASE (large_cache_cap),
          KT_CASE (large_rss_drops), KT_CASE (large_realloc_grow),
-         KT_CASE (large_free_streak))
+         KT_CASE (large_free_streak),
+         KT_CASE (large_realloc_grows_dedicated_in_place))

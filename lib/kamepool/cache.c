@@ -93,6 +93,15 @@ kp_entry_bytes (uintptr_t e)
   return (size_t) ((e & (KP_UNIT_SIZE - 1)) >> 1) << KP_UNIT_SHIFT;
 }
 
+/* The descriptor of the cached chunk whose data starts at BASE: the
+   descriptor of BASE's own unit, with no back-offset to read.  */
+static inline kp_chunk_t *
+kp_entry_chunk_desc (void *base)
+{
+  kp_region_t *r = kp_region_of (base);
+  return &r->desc[((uintptr_t) base & KP_REGION_MASK) >> KP_UNIT_SHIFT];
+}
+
 static inline void *
 kp_entry_base (uintptr_t e)
 {
@@ -131,7 +140,7 @@ kp_entry_release (uintptr_t e)
   if (kp_entry_is_mapping (e))
     kp_mapping_release (kp_entry_base (e));
   else
-    kp_units_release (kp_chunk_of (kp_entry_base (e)), KP_PAGES_LAZY_LARGE);
+    kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)), KP_PAGES_LAZY_LARGE);
 }
 
 /* ---- Levels -------------------------------------------------------------- */
@@ -440,7 +449,7 @@ kp_cache_take_chunk_own (kp_heap_t *h, unsigned units)
         {
           h->l1[i] = 0;
           kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
-          kp_chunk_t *c = kp_chunk_of (kp_entry_base (e));
+          kp_chunk_t *c = kp_entry_chunk_desc (kp_entry_base (e));
           atomic_store_explicit (&c->kind, KP_KIND_DEDICATED,
                                  memory_order_relaxed);
           return c;
@@ -455,7 +464,7 @@ kp_cache_take_chunk (unsigned units)
   uintptr_t e = kp_cache_take (false, (size_t) units << KP_UNIT_SHIFT);
   if (e == 0)
     return NULL;
-  kp_chunk_t *c = kp_chunk_of (kp_entry_base (e));
+  kp_chunk_t *c = kp_entry_chunk_desc (kp_entry_base (e));
   if (kp_entry_bytes (e) >> KP_UNIT_SHIFT > units)
     {
       /* The rest stays resident in the cache while the cap allows.  */
@@ -471,6 +480,31 @@ bool
 kp_cache_put_chunk (kp_chunk_t *c)
 {
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
+  /* The loop's path: the thread's own cache has a free slot at the end
+     and the block fits under the cap with room to spare.  */
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (kp_heap_live (h)) && h->l1[KP_L1_SLOTS - 1] == 0)
+    {
+      size_t bytes = (size_t) atomic_load_explicit (&c->units,
+                                                    memory_order_relaxed)
+                     << KP_UNIT_SHIFT;
+      size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+      size_t streak = h->free_streak + bytes;
+      size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
+      if (streak <= cap / 2 && held <= cap && held >= bytes)
+        {
+          unsigned n = 0;
+          while (h->l1[n] != 0)
+            n++;
+          if (n == KP_L1_SLOTS - 1 || h->l1[n + 1] == 0)
+            {
+              h->free_streak = streak;
+              h->l1[n] = kp_entry_chunk (c);
+              kp_l1_bytes_add (h, bytes, 0);
+              return true;
+            }
+        }
+    }
   if (kp_cache_put (kp_entry_chunk (c)))
     return true;
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);

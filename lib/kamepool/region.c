@@ -187,8 +187,10 @@ kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
       kp_chunk_t *c = kp_region_try_claim (r, units, step, dirty);
-      if (c != NULL || dirty)
-        return c != NULL ? c : NULL;
+      if (c != NULL)
+        return c;
+      if (dirty)
+        continue;               /* no hint to fix: this pass is a preference */
       /* Clear the hint, then look once more, so that a release
          racing with this scan cannot leave a region with free
          units marked full forever.  */

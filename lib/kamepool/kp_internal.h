@@ -467,9 +467,19 @@ kp_malloc (size_t n)
 KP_INLINE void
 kp_free_pool (void *p)
 {
-  kp_chunk_t *c = kp_chunk_of (p);
-  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed)
-                 == kp_tc.heap))
+  /* Try the descriptor of P's own unit first: its owner is this heap
+     only if that unit starts a chunk this thread owns (a continuation
+     unit's descriptor and a released one have no owner, and only the
+     owner writes its own heap there), which is always so for the
+     one-unit chunks of the classes up to 8 KiB.  That saves the load
+     of the back-offset from the free path's chain of dependent loads.  */
+  kp_region_t *r = kp_region_of (p);
+  unsigned u = (unsigned) (((uintptr_t) p & KP_REGION_MASK) >> KP_UNIT_SHIFT);
+  kp_chunk_t *c = &r->desc[u];
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+      || (c = kp_chunk_of (p),
+          atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
     {
       kp_block_t *b = p;
       b->next = c->free;

@@ -410,6 +410,26 @@ kp_cache_put (uintptr_t e, bool freed)
   kp_heap_t *h = kp_cache_heap ();
   if (h == NULL)
     return kp_l2_put (e, cap, 0);
+  /* The loop's path: the thread's own cache has a free slot at the end
+     and the block fits under the cap and the free streak.  */
+  if (h->l1[KP_L1_SLOTS - 1] == 0 && freed)
+    {
+      size_t streak = h->free_streak + bytes;
+      size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
+      if (streak <= cap && held <= cap && held >= bytes)
+        {
+          unsigned n = 0;
+          while (h->l1[n] != 0)
+            n++;
+          if (n == KP_L1_SLOTS - 1 || h->l1[n + 1] == 0)
+            {
+              h->free_streak = streak;
+              h->l1[n] = e;
+              kp_l1_bytes_add (h, bytes, 0);
+              return true;
+            }
+        }
+    }
   if (freed && kp_cache_streak_over (h, bytes, cap))
     return false;
   /* Make room: the oldest entry moves to the second level when the
@@ -506,31 +526,6 @@ bool
 kp_cache_put_chunk (kp_chunk_t *c)
 {
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
-  /* The loop's path: the thread's own cache has a free slot at the end
-     and the block fits under the cap with room to spare.  */
-  kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (kp_heap_live (h)) && h->l1[KP_L1_SLOTS - 1] == 0)
-    {
-      size_t bytes = (size_t) atomic_load_explicit (&c->units,
-                                                    memory_order_relaxed)
-                     << KP_UNIT_SHIFT;
-      size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
-      size_t streak = h->free_streak + bytes;
-      size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
-      if (streak <= cap && held <= cap && held >= bytes)
-        {
-          unsigned n = 0;
-          while (h->l1[n] != 0)
-            n++;
-          if (n == KP_L1_SLOTS - 1 || h->l1[n + 1] == 0)
-            {
-              h->free_streak = streak;
-              h->l1[n] = kp_entry_chunk (c);
-              kp_l1_bytes_add (h, bytes, 0);
-              return true;
-            }
-        }
-    }
   if (kp_cache_put (kp_entry_chunk (c), true))
     return true;
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);

@@ -481,12 +481,18 @@ kp_cache_put (uintptr_t e, bool freed)
 
 /* ---- The tiers' interface ----------------------------------------------- */
 
-/* The thread's own cache, for a dedicated chunk of exactly UNITS units:
-   the path of a loop over one large size, with no call and no atomic
-   read-modify-write.  H is the calling thread's live heap.  */
-kp_chunk_t *
-kp_cache_take_chunk_own (kp_heap_t *h, unsigned units)
+/* malloc's path for N bytes above the small classes: a dedicated chunk
+   of exactly the units N needs from the thread's own cache, the case
+   of a loop over one large size, with no further call and no atomic
+   read-modify-write; NULL when there is none (the caller goes the long
+   way, kp_malloc_large).  */
+void *
+kp_cache_malloc_dedicated (size_t n)
 {
+  kp_heap_t *h = kp_tc.heap;
+  if (!kp_heap_live (h) || n > KP_DEDICATED_MAX)
+    return NULL;
+  unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
   uintptr_t want = (uintptr_t) units << 1;
   for (unsigned i = KP_L1_SLOTS; i-- > 0;)
     {
@@ -495,13 +501,36 @@ kp_cache_take_chunk_own (kp_heap_t *h, unsigned units)
         {
           h->l1[i] = 0;
           kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
-          kp_chunk_t *c = kp_entry_chunk_desc (kp_entry_base (e));
-          atomic_store_explicit (&c->kind, KP_KIND_DEDICATED,
-                                 memory_order_relaxed);
-          return c;
+          void *base = kp_entry_base (e);
+          atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
+                                 KP_KIND_DEDICATED, memory_order_relaxed);
+          atomic_store_explicit (&h->large_allocated,
+                                 atomic_load_explicit (&h->large_allocated,
+                                                       memory_order_relaxed)
+                                 + n, memory_order_relaxed);
+          h->free_streak = 0;
+          return base;
         }
     }
   return NULL;
+}
+
+/* Free P, the block of dedicated chunk C (any thread): into the cache,
+   else its units are released.  */
+void
+kp_cache_free_dedicated (kp_chunk_t *c, void *p)
+{
+  if (kp_unlikely (p != kp_chunk_data (c)))
+    {
+      kp_report ("invalid free (inside a large block):", p);
+      return;
+    }
+  atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
+  if (kp_cache_put (kp_entry_chunk (c), true))
+    return;
+  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
+  kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
+                                                 : KP_PAGES_LAZY_LARGE);
 }
 
 kp_chunk_t *
@@ -522,15 +551,6 @@ kp_cache_take_chunk (unsigned units)
   return c;
 }
 
-bool
-kp_cache_put_chunk (kp_chunk_t *c)
-{
-  atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
-  if (kp_cache_put (kp_entry_chunk (c), true))
-    return true;
-  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
-  return false;
-}
 
 void *
 kp_cache_take_mapping (size_t map_size, size_t *got)

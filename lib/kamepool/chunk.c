@@ -253,7 +253,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
-      kp_dedicated_free (c, p);
+      kp_cache_free_dedicated (c, p);
       return;
     }
   if (kp_unlikely (kind != KP_KIND_SMALL))

@@ -393,7 +393,6 @@ KP_HIDDEN void *kp_malloc_large (size_t n, size_t align);
 KP_HIDDEN void kp_large_free (void *p, int kind);
 KP_HIDDEN size_t kp_large_usable (const void *p, int kind);
 KP_HIDDEN bool kp_large_owns (const void *p, int kind);
-KP_HIDDEN void kp_dedicated_free (kp_chunk_t *c, void *p);
 KP_HIDDEN bool kp_large_grow (void *p, size_t n);
 KP_HIDDEN bool kp_dedicated_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
@@ -420,10 +419,10 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
-KP_HIDDEN kp_chunk_t *kp_cache_take_chunk_own (kp_heap_t *h, unsigned units);
+KP_HIDDEN void *kp_cache_malloc_dedicated (size_t n);
+KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p);
 /* Keep C, a dedicated chunk whose block was freed; false when the
    caller must release it.  */
-KP_HIDDEN bool kp_cache_put_chunk (kp_chunk_t *c);
 /* A cached mapping of MAP_SIZE to MAP_SIZE + 1/8 bytes (its size in
    *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
@@ -458,6 +457,12 @@ kp_malloc (size_t n)
           c->used++;
           return b;
         }
+    }
+  else
+    {
+      void *p = kp_cache_malloc_dedicated (n);
+      if (p != NULL)
+        return p;
     }
   return kp_malloc_refill (n);
 }

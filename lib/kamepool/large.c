@@ -178,19 +178,6 @@ kp_dedicated_trim (kp_chunk_t *c, unsigned units)
   return t;
 }
 
-void
-kp_dedicated_free (kp_chunk_t *c, void *p)
-{
-  if (kp_unlikely (p != kp_chunk_data (c)))
-    {
-      kp_report ("invalid free (inside a large block):", p);
-      return;
-    }
-  if (!kp_cache_put_chunk (c))
-    kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
-                                                  : KP_PAGES_LAZY_LARGE);
-}
-
 /* Under a tight RLIMIT_AS the over-sized mapping with which
    kp_os_map_aligned finds an aligned range may not fit where SIZE
    itself does.  Probe the aligned addresses below and above the place
@@ -414,19 +401,11 @@ kp_mapping_release (void *base)
 void *
 kp_malloc_large (size_t n, size_t align)
 {
-  kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (kp_heap_live (h)) && n <= KP_DEDICATED_MAX
-      && align <= KP_UNIT_SIZE)
+  if (align <= KP_UNIT_SIZE)
     {
-      /* A chunk of this size that this thread freed: the common case
-         of a loop, served before anything else.  */
-      unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
-      kp_chunk_t *c = kp_cache_take_chunk_own (h, units);
-      if (c != NULL)
-        {
-          kp_cache_note_alloc (n);
-          return kp_chunk_data (c);
-        }
+      void *p = kp_cache_malloc_dedicated (n);
+      if (p != NULL)
+        return p;
     }
   if (kp_unlikely (n > PTRDIFF_MAX))
     {

@@ -129,6 +129,40 @@ kp_run_mask (unsigned units)
   return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
 }
 
+/* Set the claim bits BITS of word W of R with one CAS (acquire),
+   retried while none of them is taken; false once one is.  */
+static bool
+kp_claim_bits (kp_region_t *r, unsigned w, uint64_t bits)
+{
+  uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
+  do
+    if ((v & bits) != 0)
+      return false;
+  while (!atomic_compare_exchange_weak_explicit (&r->claim[w], &v, v | bits,
+                                                 memory_order_acquire,
+                                                 memory_order_relaxed));
+  return true;
+}
+
+/* The claim of the run of UNITS units at unit BASE of R was won (its
+   CAS set the claim bits BITS of word BASE / 64): now, and only now,
+   publish the back-offsets; then the run's pages are no longer free
+   resident ones.  Its descriptor.  */
+static kp_chunk_t *
+kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
+{
+  for (unsigned i = 0; i < units; i++)
+    atomic_store_explicit (&r->back[base + i], (uint8_t) i,
+                           memory_order_relaxed);
+  uint64_t was = atomic_fetch_and_explicit (&r->dirty[base / 64], ~bits,
+                                            memory_order_relaxed);
+  unsigned cleaned = (unsigned) __builtin_popcountll (was & bits);
+  if (cleaned != 0)
+    atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
+                               memory_order_relaxed);
+  return &r->desc[base];
+}
+
 /* Try to claim UNITS units in R; the descriptor of the run, or NULL.
    A run starts at a multiple of STEP (UNITS for small chunks, so that
    they tile the words; 1 for dedicated chunks, which take the first
@@ -157,19 +191,7 @@ kp_region_try_claim (kp_region_t *r, unsigned units, unsigned step,
                 (&r->claim[w], &v, v | (run << k),
                  memory_order_acquire, memory_order_relaxed))
               goto rescan;      /* v now holds the current word */
-            unsigned base = w * 64 + k;
-            /* Won: now, and only now, publish the back-offsets.  */
-            for (unsigned i = 0; i < units; i++)
-              atomic_store_explicit (&r->back[base + i], (uint8_t) i,
-                                     memory_order_relaxed);
-            uint64_t was = atomic_fetch_and_explicit (&r->dirty[w],
-                                                      ~(run << k),
-                                                      memory_order_relaxed);
-            unsigned cleaned = (unsigned) __builtin_popcountll (was & (run << k));
-            if (cleaned != 0)
-              atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
-                                         memory_order_relaxed);
-            return &r->desc[base];
+            return kp_claim_won (r, w * 64 + k, units, run << k);
           }
     }
   return NULL;
@@ -205,6 +227,54 @@ kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
   return NULL;
 }
 
+/* Claim, among the free runs of UNITS units (at any position) in the
+   regions of node NODE, the one with the most units whose pages are
+   still resident, if it has any; NULL otherwise or when another thread
+   takes it first (the caller then claims the plain way).  The scan is
+   a few hundred word operations, against a page fault for each unit's
+   page that is not resident.  */
+static kp_chunk_t *
+kp_node_claim_most_dirty (unsigned node, unsigned units)
+{
+  uint64_t run = kp_run_mask (units);
+  kp_region_t *best_r = NULL;
+  unsigned best_w = 0, best_k = 0, best_n = 0;
+  for (kp_region_t *r = atomic_load_explicit (&kp_node_regions[node],
+                                              memory_order_acquire);
+       r != NULL;
+       r = atomic_load_explicit (&r->node_next, memory_order_acquire))
+    {
+      if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
+        continue;
+      for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+        {
+          uint64_t v = atomic_load_explicit (&r->claim[w],
+                                             memory_order_relaxed);
+          uint64_t d = atomic_load_explicit (&r->dirty[w],
+                                             memory_order_relaxed) & ~v;
+          if (d == 0)
+            continue;
+          for (unsigned k = 0; k + units <= 64; k++)
+            if (((v >> k) & run) == 0)
+              {
+                unsigned n = (unsigned) __builtin_popcountll ((d >> k) & run);
+                if (n > best_n)
+                  {
+                    best_r = r;
+                    best_w = w;
+                    best_k = k;
+                    best_n = n;
+                  }
+              }
+        }
+    }
+  if (best_r == NULL)
+    return NULL;
+  if (!kp_claim_bits (best_r, best_w, run << best_k))
+    return NULL;
+  return kp_claim_won (best_r, best_w * 64 + best_k, units, run << best_k);
+}
+
 /* Claim a run of UNITS (1..KP_MAX_UNITS) units, for a dedicated chunk
    when LARGE: first a run whose pages are still resident, when there
    are enough such units, so that no page faults in again; then from a
@@ -221,9 +291,18 @@ kp_units_claim (unsigned units, bool large)
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
   unsigned home = kp_numa_thread_node ();
   unsigned step = large ? 1 : units;
-  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) >= units)
+  size_t dirty = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
+  if (dirty >= units)
     {
       kp_chunk_t *c = kp_node_try_claim (home, units, step, true);
+      if (c != NULL)
+        return c;
+    }
+  if (large && dirty != 0)
+    {
+      /* No run all resident: the one with the most resident units,
+         since every other unit of a dedicated chunk faults in anew.  */
+      kp_chunk_t *c = kp_node_claim_most_dirty (home, units);
       if (c != NULL)
         return c;
     }
@@ -261,22 +340,10 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
   if (base + units > KP_UNITS || (base + units - 1) / 64 != w)
     return false;
   uint64_t more = kp_run_mask (units - have) << k;
-  uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
-  do
-    if ((v & more) != 0)
-      return false;
-  while (!atomic_compare_exchange_weak_explicit (&r->claim[w], &v, v | more,
-                                                 memory_order_acquire,
-                                                 memory_order_relaxed));
-  for (unsigned i = have; i < units; i++)
-    atomic_store_explicit (&r->back[base + i], (uint8_t) i,
-                           memory_order_relaxed);
-  uint64_t was = atomic_fetch_and_explicit (&r->dirty[w], ~more,
-                                            memory_order_relaxed);
-  unsigned cleaned = (unsigned) __builtin_popcountll (was & more);
-  if (cleaned != 0)
-    atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
-                               memory_order_relaxed);
+  if (!kp_claim_bits (r, w, more))
+    return false;
+  /* Rewrites the offsets of the units C had with the same values.  */
+  kp_claim_won (r, base, units, more);
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
   return true;
 }

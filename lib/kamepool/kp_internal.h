@@ -290,7 +290,16 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 KP_HIDDEN void *kp_os_map_aligned (size_t size, size_t align);
 KP_HIDDEN void kp_os_unmap (void *p, size_t size);
 KP_HIDDEN void kp_os_discard (void *p, size_t size);
-KP_HIDDEN size_t kp_os_page_size (void);
+KP_HIDDEN size_t kp_os_page_size_slow (void);
+/* The page size: set once by the first kp_os_page_size_slow (any
+   thread may race to store the same value; relaxed).  */
+KP_HIDDEN extern _Atomic (size_t) kp_page_size;
+KP_INLINE size_t
+kp_os_page_size (void)
+{
+  size_t page = atomic_load_explicit (&kp_page_size, memory_order_relaxed);
+  return kp_likely (page != 0) ? page : kp_os_page_size_slow ();
+}
 KP_HIDDEN bool kp_os_env_flag (const char *name, bool dflt);
 KP_HIDDEN void kp_os_write_stderr (const char *s);
 
@@ -458,7 +467,7 @@ kp_malloc (size_t n)
           return b;
         }
     }
-  else
+  else if (n <= KP_DEDICATED_MAX)
     {
       void *p = kp_cache_malloc_dedicated (n);
       if (p != NULL)

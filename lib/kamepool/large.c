@@ -401,7 +401,7 @@ kp_mapping_release (void *base)
 void *
 kp_malloc_large (size_t n, size_t align)
 {
-  if (align <= KP_UNIT_SIZE)
+  if (n <= KP_DEDICATED_MAX && align <= KP_UNIT_SIZE)
     {
       void *p = kp_cache_malloc_dedicated (n);
       if (p != NULL)

@@ -20,6 +20,8 @@
    aligned mapping asks for it first.  Relaxed: only a hint to mmap.  */
 static _Atomic (uintptr_t) kp_os_hint;
 
+_Atomic (size_t) kp_page_size;
+
 /* Map SIZE bytes of fresh zeroed memory aligned to ALIGN (a power of
    two, at least a page): over-map, then trim both ends.  Returns NULL
    with errno ENOMEM when the kernel refuses.  */
@@ -92,14 +94,11 @@ kp_os_discard (void *p, size_t size)
 }
 
 size_t
-kp_os_page_size (void)
+kp_os_page_size_slow (void)
 {
-  static size_t page;
-  if (page == 0)
-    {
-      long v = sysconf (_SC_PAGESIZE);
-      page = v > 0 ? (size_t) v : 4096;
-    }
+  long v = sysconf (_SC_PAGESIZE);
+  size_t page = v > 0 ? (size_t) v : 4096;
+  atomic_store_explicit (&kp_page_size, page, memory_order_relaxed);
   return page;
 }
 

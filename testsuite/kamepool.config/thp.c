@@ -128,7 +128,10 @@ KT_TEST (thp_never_nh_no_hugepages)
   /* Huge pages made before the call stay (the kernel does not split
      them on MADV_NOHUGEPAGE), and the re-advised region's mapping may
      merge with the new ones: so what is checked is that the new blocks
-     add no huge page to the process.  */
+     add no huge page to the process.  The count may go down: this
+     process is a fork of the test driver, and a huge page it shares
+     with its parent is split when a new block that overlaps it (a
+     dedicated chunk takes the first free run) is written.  */
   long before = process_anon_huge_kb ();
   KT_CHECK (before >= 0);
   KT_CHECK (fill ());
@@ -139,7 +142,9 @@ KT_TEST (thp_never_nh_no_hugepages)
       if (kpc_has_flag (&v, "hg") || !kpc_has_flag (&v, "nh"))
         KT_FAILF ("block %d: VmFlags%s", i, v.flags);
     }
-  KT_CHECK_EQ (process_anon_huge_kb (), before);
+  long after = process_anon_huge_kb ();
+  if (after > before)
+    KT_FAILF ("AnonHugePages went from %ld to %ld kB", before, after);
 }
 
 /* KAME_THP_SYSTEM gives new regions no advice: in the kernel's

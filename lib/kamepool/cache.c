@@ -344,16 +344,17 @@ kp_large_allocated_others (const kp_heap_t *self)
 /* H frees BYTES of a large block.  True when the block should go back
    to the OS rather than into the cache: H has freed more than one
    block and more than the cap since it last allocated a large block,
-   net of what the other threads allocated meanwhile.  (Half the cap
-   was tried first: on the mixed benchmark, whose large blocks come
-   and go at random around 27 MiB live, runs of frees passed it now
-   and then, and each drain cost more page faults than it saved.)  That is a working set being
-   torn down, not recycled, and the cache is drained: what it holds
-   would stay resident for nothing.  A consumer that frees what a
-   producer allocates sees the producer's allocations and keeps
-   caching.  The sum over the heaps is taken once the streak passes
-   the threshold, so it costs nothing on the loops the cache is for;
-   a loop over one block of any size never gets there.  */
+   net of what the other threads allocated meanwhile.  That is a
+   working set being torn down, not recycled, and the cache is
+   drained: what it holds would stay resident for nothing.  A consumer
+   that frees what a producer allocates sees the producer's
+   allocations and keeps caching.  The sum over the heaps is taken
+   once the streak passes the threshold, so it costs nothing on the
+   loops the cache is for; a loop over one block of any size never
+   gets there.  (Half the cap was tried first: on the mixed benchmark,
+   whose large blocks come and go at random around 27 MiB live, runs
+   of frees passed it now and then, and each drain cost more page
+   faults than it saved.)  */
 static bool
 kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
 {
@@ -550,7 +551,6 @@ kp_cache_take_chunk (unsigned units)
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
   return c;
 }
-
 
 void *
 kp_cache_take_mapping (size_t map_size, size_t *got)

@@ -197,14 +197,25 @@ kp_region_try_claim (kp_region_t *r, unsigned units, unsigned step,
   return NULL;
 }
 
+/* The walk of node NODE's region list (acquire loads: the pushes are
+   release CASes).  */
+static inline kp_region_t *
+kp_node_first (unsigned node)
+{
+  return atomic_load_explicit (&kp_node_regions[node], memory_order_acquire);
+}
+
+static inline kp_region_t *
+kp_node_next (const kp_region_t *r)
+{
+  return atomic_load_explicit (&r->node_next, memory_order_acquire);
+}
+
 /* Claim a run of UNITS units from a region of node NODE's list.  */
 static kp_chunk_t *
 kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
 {
-  for (kp_region_t *r = atomic_load_explicit (&kp_node_regions[node],
-                                              memory_order_acquire);
-       r != NULL;
-       r = atomic_load_explicit (&r->node_next, memory_order_acquire))
+  for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
@@ -239,10 +250,7 @@ kp_node_claim_most_dirty (unsigned node, unsigned units)
   uint64_t run = kp_run_mask (units);
   kp_region_t *best_r = NULL;
   unsigned best_w = 0, best_k = 0, best_n = 0;
-  for (kp_region_t *r = atomic_load_explicit (&kp_node_regions[node],
-                                              memory_order_acquire);
-       r != NULL;
-       r = atomic_load_explicit (&r->node_next, memory_order_acquire))
+  for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;

@@ -18,6 +18,7 @@
 #include "kame_pool.h"
 #include "tinyllm/abi.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define MAX_SYMS 512
 
@@ -41,16 +42,6 @@ set_add (struct symset *s, const char *name)
 {
   if (s->n < MAX_SYMS && !set_has (s, name))
     s->name[s->n++] = strdup (name);
-}
-
-/* The path of the shared object that defines ADDR.  */
-static const char *
-object_of (const void *addr)
-{
-  Dl_info info;
-  if (dladdr (addr, &info) == 0 || info.dli_fname == NULL)
-    return NULL;
-  return info.dli_fname;
 }
 
 /* The defined dynamic symbols of LIB, without their version.  */
@@ -120,18 +111,6 @@ include_dir (void)
   return dir;
 }
 
-static bool
-interposing (void)
-{
-  char *p = malloc (1);
-  if (p == NULL)
-    return false;
-  *p = 0;
-  bool ours = kame_pool_malloc_usable_size (p) != 0;
-  free (p);
-  return ours;
-}
-
 static const char *const malloc_family[] = {
   "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
@@ -140,7 +119,7 @@ static const char *const malloc_family[] = {
 
 KT_TEST (libkamepool_exports_exactly_its_interface)
 {
-  const char *lib = object_of ((void *) kame_pool_malloc);
+  const char *lib = kt_object_of ((void *) kame_pool_malloc);
   KT_CHECK (lib != NULL);
   struct symset got = { .n = 0 }, want = { .n = 0 };
   KT_CHECK (exported (lib, &got));
@@ -149,7 +128,7 @@ KT_TEST (libkamepool_exports_exactly_its_interface)
   static const char *const prefixes[] = { "kame_pool_", NULL };
   KT_CHECK (declared (header, prefixes, &want));
   KT_CHECK (want.n >= 13);
-  bool interpose = interposing ();
+  bool interpose = kt_pool_interposes ();
   for (size_t i = 0; i < want.n; i++)
     if (!set_has (&got, want.name[i]))
       KT_FAILF ("%s declares %s but %s does not export it", header,
@@ -174,7 +153,7 @@ KT_TEST (libkamepool_exports_exactly_its_interface)
 
 KT_TEST (libckarena_exports_exactly_its_interface)
 {
-  const char *lib = object_of ((void *) tl_status_str);
+  const char *lib = kt_object_of ((void *) tl_status_str);
   KT_CHECK (lib != NULL);
   struct symset got = { .n = 0 }, want = { .n = 0 };
   KT_CHECK (exported (lib, &got));

@@ -15,16 +15,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
-
-/* The path of the shared object that defines ADDR.  */
-static const char *
-object_of (const void *addr)
-{
-  Dl_info info;
-  if (dladdr (addr, &info) == 0 || info.dli_fname == NULL)
-    return NULL;
-  return info.dli_fname;
-}
+#include "kptest-pool.h"
 
 /* The body of FN in the disassembly of LIB, up to the next symbol;
    true if it was found, with *LOCKED set when it holds a lock prefix
@@ -66,7 +57,7 @@ scan_function (const char *lib, const char *fn, bool *locked, int *insns)
 
 KT_TEST (malloc_and_free_fast_paths_have_no_atomic_rmw)
 {
-  const char *lib = object_of ((void *) kame_pool_malloc);
+  const char *lib = kt_object_of ((void *) kame_pool_malloc);
   KT_CHECK (lib != NULL);
   static const char *const fns[] = { "kame_pool_malloc", "kame_pool_free" };
   for (size_t i = 0; i < 2; i++)

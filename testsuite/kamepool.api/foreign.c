@@ -13,6 +13,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
@@ -24,40 +25,25 @@ extern void *__libc_malloc (size_t);
 extern void *__libc_memalign (size_t, size_t);
 extern void __libc_free (void *);
 
-/* Whether malloc is the pool's (an interposing build) or not (a
-   sanitizer build, where the sanitizer owns malloc and the pool's
-   foreign pointers come from and go back to that malloc).  */
-static bool
-pool_interposes (void)
-{
-  char *p = malloc (1);
-  if (p == NULL)
-    return false;
-  *p = 0;
-  bool ours = kame_pool_malloc_usable_size (p) != 0;
-  free (p);
-  return ours;
-}
-
 /* The allocator the pool calls foreign: glibc's own when the pool is
    malloc, malloc itself otherwise.  */
 static void *
 foreign_malloc (size_t n)
 {
-  return pool_interposes () ? __libc_malloc (n) : malloc (n);
+  return kt_pool_interposes () ? __libc_malloc (n) : malloc (n);
 }
 
 static void *
 foreign_memalign (size_t align, size_t n)
 {
-  return pool_interposes () ? __libc_memalign (align, n)
+  return kt_pool_interposes () ? __libc_memalign (align, n)
                             : memalign (align, n);
 }
 
 static void
 foreign_free (void *p)
 {
-  if (pool_interposes ())
+  if (kt_pool_interposes ())
     __libc_free (p);
   else
     free (p);
@@ -73,7 +59,7 @@ foreign_free (void *p)
 static size_t
 libc_in_use (void)
 {
-  if (!pool_interposes ())
+  if (!kt_pool_interposes ())
     return 0;
   __libc_free (__libc_malloc (1));
   struct mallinfo2 m = mallinfo2 ();
@@ -145,7 +131,7 @@ KT_TEST (free_of_a_libc_pointer_goes_to_libc_free)
       size_t before = libc_in_use ();
       void *q = foreign_malloc (sizes[i]);
       KT_CHECK (q != NULL);
-      KT_CHECK (!pool_interposes () || libc_in_use () >= before + sizes[i]);
+      KT_CHECK (!kt_pool_interposes () || libc_in_use () >= before + sizes[i]);
       KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 0);
       errno = EDOM;
       kame_pool_free (q);
@@ -180,7 +166,7 @@ KT_TEST (realloc_of_a_libc_pointer_goes_to_libc_realloc)
       KT_CHECK (kt_painted (r, kept, 7));
       /* Still libc's block.  */
       KT_CHECK_EQ (kame_pool_malloc_usable_size (r), 0);
-      KT_CHECK (!pool_interposes ()
+      KT_CHECK (!kt_pool_interposes ()
                 || libc_in_use () >= before + sizes[i][1]);
       kame_pool_free (r);
       KT_CHECK_EQ (libc_in_use (), before);

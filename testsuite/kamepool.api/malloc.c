@@ -13,6 +13,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
@@ -63,16 +64,6 @@ cmp_ptr (const void *a, const void *b)
   uintptr_t x = (uintptr_t) *(void *const *) a;
   uintptr_t y = (uintptr_t) *(void *const *) b;
   return x < y ? -1 : x > y;
-}
-
-static kame_pool_stats_t
-stats_now (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = KAME_POOL_STATS_VERSION;
-  kame_pool_get_stats (&s);
-  return s;
 }
 
 /* Sizes the compiler cannot see, so that the huge ones draw no
@@ -169,19 +160,19 @@ KT_TEST (dedicated_sizes_are_whole_units_and_unit_aligned)
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
-      kame_pool_stats_t before = stats_now ();
+      kame_pool_stats_t before = kt_pool_stats ();
       unsigned char *p = kame_pool_malloc (sizes[i]);
       KT_CHECK (p != NULL);
       size_t units = (sizes[i] + UNIT - 1) / UNIT;
       KT_CHECK_EQ (kame_pool_malloc_usable_size (p), units * UNIT);
       KT_CHECK_EQ ((uintptr_t) p % UNIT, 0);
-      kame_pool_stats_t during = stats_now ();
+      kame_pool_stats_t during = kt_pool_stats ();
       KT_CHECK_EQ (during.dedicated_chunk_bytes
                    - before.dedicated_chunk_bytes, units * UNIT);
       p[0] = 1;
       p[units * UNIT - 1] = 2;
       kame_pool_free (p);
-      kame_pool_stats_t after = stats_now ();
+      kame_pool_stats_t after = kt_pool_stats ();
       KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
     }
 }
@@ -239,7 +230,7 @@ KT_TEST (successful_calls_leave_errno_unchanged)
       KT_CHECK (kame_pool_realloc (p, 0) == NULL);
       KT_CHECK_EQ (errno, EDOM);
       kame_pool_free (NULL);
-      kame_pool_stats_t st = stats_now ();
+      kame_pool_stats_t st = kt_pool_stats ();
       (void) st;
       KT_CHECK_EQ (errno, EDOM);
     }
@@ -347,22 +338,22 @@ KT_TEST (realloc_null_acts_as_malloc)
    statistics, and a large mapping leaves the count.  */
 KT_TEST (realloc_to_zero_frees_and_returns_null)
 {
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   void *p = kame_pool_malloc (100 * KIB);
   KT_CHECK (p != NULL);
-  KT_CHECK_EQ (stats_now ().dedicated_chunk_bytes,
+  KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes,
                before.dedicated_chunk_bytes + UNIT);
   errno = EDOM;
   KT_CHECK (kame_pool_realloc (p, 0) == NULL);
   KT_CHECK_EQ (errno, EDOM);
-  KT_CHECK_EQ (stats_now ().dedicated_chunk_bytes,
+  KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes,
                before.dedicated_chunk_bytes);
 
   p = kame_pool_malloc (6 * MIB);
   KT_CHECK (p != NULL);
-  KT_CHECK_EQ (stats_now ().large_alloc_count, before.large_alloc_count + 1);
+  KT_CHECK_EQ (kt_pool_stats ().large_alloc_count, before.large_alloc_count + 1);
   KT_CHECK (kame_pool_realloc (p, 0) == NULL);
-  KT_CHECK_EQ (stats_now ().large_alloc_count, before.large_alloc_count);
+  KT_CHECK_EQ (kt_pool_stats ().large_alloc_count, before.large_alloc_count);
 
   p = kame_pool_malloc (50);
   KT_CHECK (p != NULL);
@@ -420,7 +411,7 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
   static const size_t steps[] = {
     1, 17, 100, 200, 5000, 40000, 300 * KIB, 3 * MIB, 10 * MIB, 40 * MIB
   };
-  kame_pool_stats_t base = stats_now ();
+  kame_pool_stats_t base = kt_pool_stats ();
   size_t n = steps[0];
   unsigned char *p = kame_pool_malloc (n);
   KT_CHECK (p != NULL);
@@ -434,7 +425,7 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
       if (!kt_painted (q, n, 9))
         KT_FAILF ("realloc (%zu -> %zu) lost the contents", n, to);
       KT_CHECK_EQ (kame_pool_malloc_usable_size (q), expected_usable (to));
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       size_t ded = to > 32768 && to <= 4 * MIB ? expected_usable (to) : 0;
       KT_CHECK_EQ (s.dedicated_chunk_bytes - base.dedicated_chunk_bytes, ded);
       KT_CHECK_EQ (s.large_alloc_count - base.large_alloc_count,
@@ -444,7 +435,7 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
       n = to;
     }
   kame_pool_free (p);
-  kame_pool_stats_t s = stats_now ();
+  kame_pool_stats_t s = kt_pool_stats ();
   KT_CHECK_EQ (s.large_alloc_count, base.large_alloc_count);
   KT_CHECK_EQ (s.dedicated_chunk_bytes, base.dedicated_chunk_bytes);
 }
@@ -475,12 +466,12 @@ KT_TEST (realloc_failure_returns_null_and_keeps_the_block)
 
 KT_TEST (free_null_does_nothing)
 {
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   errno = EDOM;
   for (int i = 0; i < 1000; i++)
     kame_pool_free (NULL);
   KT_CHECK_EQ (errno, EDOM);
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.units_live, before.units_live);
 }
@@ -491,14 +482,14 @@ KT_TEST (freed_blocks_are_reused)
 {
   void *first = kame_pool_malloc (208);
   KT_CHECK (first != NULL);
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   for (int i = 0; i < 100000; i++)
     {
       void *p = kame_pool_malloc (200);
       KT_CHECK (p != NULL);
       kame_pool_free (p);
     }
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.units_live, before.units_live);
   kame_pool_free (first);

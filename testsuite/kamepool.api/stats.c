@@ -12,22 +12,13 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
 #define REGION (32 * MIB)
 #define PAGE ((size_t) 4096)
-
-static kame_pool_stats_t
-stats_now (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = KAME_POOL_STATS_VERSION;
-  kame_pool_get_stats (&s);
-  return s;
-}
 
 /* A field the library must not have written.  */
 #define UNTOUCHED ((size_t) 0xabababababababab)
@@ -93,14 +84,14 @@ KT_TEST (a_new_small_chunk_steps_chunks_and_units)
       size_t cap = units[k] * UNIT / cls[k];
       void **p = kame_pool_malloc ((cap + 1) * sizeof *p);
       KT_CHECK (p != NULL);
-      kame_pool_stats_t before = stats_now ();
+      kame_pool_stats_t before = kt_pool_stats ();
       for (size_t i = 0; i < cap; i++)
         {
           p[i] = kame_pool_malloc (cls[k] - 8);
           KT_CHECK (p[i] != NULL);
           KT_CHECK_EQ (kame_pool_malloc_usable_size (p[i]), cls[k]);
         }
-      kame_pool_stats_t one = stats_now ();
+      kame_pool_stats_t one = kt_pool_stats ();
       KT_CHECK_EQ (one.chunks_live - before.chunks_live, 1);
       KT_CHECK_EQ (one.units_live - before.units_live, units[k]);
       /* Every block lies in the one chunk, at a multiple of the class
@@ -115,7 +106,7 @@ KT_TEST (a_new_small_chunk_steps_chunks_and_units)
         }
       p[cap] = kame_pool_malloc (cls[k]);
       KT_CHECK (p[cap] != NULL);
-      kame_pool_stats_t two = stats_now ();
+      kame_pool_stats_t two = kt_pool_stats ();
       KT_CHECK_EQ (two.chunks_live - before.chunks_live, 2);
       KT_CHECK_EQ (two.units_live - before.units_live, 2 * units[k]);
       KT_CHECK_EQ (two.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
@@ -131,17 +122,17 @@ KT_TEST (a_dedicated_block_steps_chunks_units_and_bytes_by_its_units)
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
       size_t n = (sizes[i] + UNIT - 1) / UNIT;
-      kame_pool_stats_t before = stats_now ();
+      kame_pool_stats_t before = kt_pool_stats ();
       void *p = kame_pool_malloc (sizes[i]);
       KT_CHECK (p != NULL);
-      kame_pool_stats_t during = stats_now ();
+      kame_pool_stats_t during = kt_pool_stats ();
       KT_CHECK_EQ (during.chunks_live - before.chunks_live, 1);
       KT_CHECK_EQ (during.units_live - before.units_live, n);
       KT_CHECK_EQ (during.dedicated_chunk_bytes
                    - before.dedicated_chunk_bytes, n * UNIT);
       KT_CHECK_EQ (during.large_alloc_count, before.large_alloc_count);
       kame_pool_free (p);
-      kame_pool_stats_t after = stats_now ();
+      kame_pool_stats_t after = kt_pool_stats ();
       KT_CHECK_EQ (after.chunks_live, before.chunks_live);
       KT_CHECK_EQ (after.units_live, before.units_live);
       KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
@@ -152,7 +143,7 @@ KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
 {
   static const size_t sizes[] = { 4 * MIB + 1, 6 * MIB, 6 * MIB + 100,
                                   40 * MIB };
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   void *p[4];
   size_t mapped = 0;
   for (size_t i = 0; i < 4; i++)
@@ -162,7 +153,7 @@ KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
       /* The mapping: the block, rounded to pages, after the 4096-byte
          header page.  */
       mapped += (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, i + 1);
       KT_CHECK_EQ (s.large_alloc_bytes - before.large_alloc_bytes, mapped);
       KT_CHECK_EQ (s.chunks_live, before.chunks_live);
@@ -172,7 +163,7 @@ KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
     {
       mapped -= (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
       kame_pool_free (p[i]);
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, 3 - i);
       KT_CHECK_EQ (s.large_alloc_bytes - before.large_alloc_bytes, mapped);
     }
@@ -185,22 +176,22 @@ KT_TEST (regions_reserved_bytes_and_reserved_bytes_agree)
 {
   enum { N = 40 };
   void *p[N];
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   KT_CHECK_EQ (before.bytes_reserved, before.regions_populated * REGION);
   KT_CHECK_EQ (kame_pool_reserved_bytes (), before.bytes_reserved);
   for (int i = 0; i < N; i++)
     {
       p[i] = kame_pool_malloc (4 * MIB);
       KT_CHECK (p[i] != NULL);
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.bytes_reserved, s.regions_populated * REGION);
       KT_CHECK_EQ (kame_pool_reserved_bytes (), s.bytes_reserved);
     }
-  kame_pool_stats_t during = stats_now ();
+  kame_pool_stats_t during = kt_pool_stats ();
   KT_CHECK (during.regions_populated >= before.regions_populated + 5);
   for (int i = 0; i < N; i++)
     kame_pool_free (p[i]);
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.regions_populated, during.regions_populated);
   KT_CHECK_EQ (kame_pool_reserved_bytes (), during.bytes_reserved);
 }

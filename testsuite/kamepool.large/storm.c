@@ -16,6 +16,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define MiB ((size_t) 1 << 20)
 #define THREADS 4
@@ -82,22 +83,12 @@ worker (void *arg)
   return NULL;
 }
 
-static kame_pool_stats_t
-stats (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = 2;
-  kame_pool_get_stats (&s);
-  return s;
-}
-
 KT_TEST (large_storm)
 {
   kame_pool_free (kame_pool_malloc (1));
   kame_pool_set_large_cache_cap (0);
   kame_pool_set_large_cache_cap (64 * MiB);
-  kame_pool_stats_t s0 = stats ();
+  kame_pool_stats_t s0 = kt_pool_stats ();
   pthread_t t[THREADS];
   for (uintptr_t i = 0; i < THREADS; i++)
     KT_CHECK (pthread_create (&t[i], NULL, worker, (void *) i) == 0);
@@ -110,7 +101,7 @@ KT_TEST (large_storm)
         check_and_free (v);
     }
   KT_CHECK_EQ (atomic_load (&bad), 0);
-  kame_pool_stats_t s1 = stats ();
+  kame_pool_stats_t s1 = kt_pool_stats ();
   printf ("after the storm: cache %zu KiB, dedicated %zu KiB, %zu mappings\n",
           s1.cache_bytes >> 10, s1.dedicated_chunk_bytes >> 10,
           s1.large_alloc_count);
@@ -119,7 +110,7 @@ KT_TEST (large_storm)
   KT_CHECK_EQ (s1.large_alloc_count, s0.large_alloc_count);
   KT_CHECK_EQ (s1.large_alloc_bytes, s0.large_alloc_bytes);
   kame_pool_set_large_cache_cap (0);
-  kame_pool_stats_t s2 = stats ();
+  kame_pool_stats_t s2 = kt_pool_stats ();
   KT_CHECK_EQ (s2.cache_bytes, 0);
   /* No cached chunk holds units now; a few small chunks may hold what
      the C library kept of the threads.  */

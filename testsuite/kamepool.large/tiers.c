@@ -20,20 +20,11 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KiB ((size_t) 1 << 10)
 #define MiB ((size_t) 1 << 20)
 #define UNIT (256 * KiB)
-
-static kame_pool_stats_t
-stats (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = 2;
-  kame_pool_get_stats (&s);
-  return s;
-}
 
 /* Start with an empty cache (the C library may have freed a large
    block already) and a cap of CAP.  */
@@ -178,11 +169,11 @@ KT_TEST (large_double_free_cached)
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
       kame_pool_free (kame_pool_malloc (1));
-      size_t before = stats ().cache_bytes;
+      size_t before = kt_pool_stats ().cache_bytes;
       void *p = kame_pool_malloc (sizes[i]);
       KT_CHECK (p != NULL);
       kame_pool_free (p);
-      KT_CHECK (stats ().cache_bytes > before);
+      KT_CHECK (kt_pool_stats ().cache_bytes > before);
       char err[256];
       KT_CHECK (capture_stderr (free_it, p, err, sizeof err));
       if (strstr (err, "kamepool: invalid free") == NULL)
@@ -193,11 +184,11 @@ KT_TEST (large_double_free_cached)
       void *r = kame_pool_malloc (sizes[i]);
       KT_CHECK_PTR_EQ (q, p);
       KT_CHECK (r != NULL && r != q);
-      KT_CHECK_EQ (stats ().cache_bytes, before);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, before);
       kame_pool_free (r);
       kame_pool_free (q);
       kame_pool_set_large_cache_cap (0);
-      KT_CHECK_EQ (stats ().cache_bytes, 0);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
       kame_pool_set_large_cache_cap (64 * MiB);
     }
 }
@@ -208,17 +199,17 @@ KT_TEST (large_double_free_cached)
 KT_TEST (large_no_over_serving)
 {
   empty_cache (256 * MiB);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   void *h = kame_pool_malloc (64 * MiB);
   KT_CHECK (h != NULL);
   size_t huge_map = kame_pool_malloc_usable_size (h) + 4096;
   KT_CHECK_EQ (huge_map, 64 * MiB + 4096);
   kame_pool_free (h);
-  KT_CHECK_EQ (stats ().cache_bytes, huge_map);
-  KT_CHECK_EQ (stats ().large_alloc_count, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, huge_map);
+  KT_CHECK_EQ (kt_pool_stats ().large_alloc_count, 0);
   void *q = kame_pool_malloc (8 * MiB);
   KT_CHECK (q != NULL && kame_pool_malloc_usable_size (q) < 9 * MiB);
-  KT_CHECK_EQ (stats ().cache_bytes, huge_map);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, huge_map);
   kame_pool_free (q);
   void *q2 = kame_pool_malloc (48 * MiB);
   KT_CHECK (q2 != NULL && q2 != h);
@@ -228,20 +219,20 @@ KT_TEST (large_no_over_serving)
   KT_CHECK_PTR_EQ (h2, h);
   kame_pool_free (h2);
   kame_pool_set_large_cache_cap (0);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   kame_pool_set_large_cache_cap (256 * MiB);
   /* Now a 30 MiB mapping in the cache: a 5 MiB request may get its
      start, cut down to 5 MiB, never the whole.  */
   void *b = kame_pool_malloc (30 * MiB);
   KT_CHECK (b != NULL);
   kame_pool_free (b);
-  kame_pool_stats_t before = stats ();
+  kame_pool_stats_t before = kt_pool_stats ();
   KT_CHECK (before.cache_bytes >= 30 * MiB);
   void *s = kame_pool_malloc (5 * MiB);
   KT_CHECK (s != NULL);
   size_t map = kame_pool_malloc_usable_size (s) + 4096;
   KT_CHECK (map < 6 * MiB);
-  kame_pool_stats_t after = stats ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.large_alloc_bytes, before.large_alloc_bytes + map);
   if (s == b)
     KT_CHECK (after.cache_bytes + 30 * MiB <= before.cache_bytes);
@@ -250,10 +241,10 @@ KT_TEST (large_no_over_serving)
   /* Nor a dedicated chunk of 16 units for a request of 1 unit.  */
   void *d = kame_pool_malloc (4 * MiB);
   kame_pool_free (d);
-  before = stats ();
+  before = kt_pool_stats ();
   void *e = kame_pool_malloc (100 * KiB);
   KT_CHECK_EQ (kame_pool_malloc_usable_size (e), UNIT);
-  after = stats ();
+  after = kt_pool_stats ();
   KT_CHECK_EQ (after.dedicated_chunk_bytes,
                before.dedicated_chunk_bytes + UNIT);
   /* Cut from the cached chunk, whose other 15 units stay cached.  */
@@ -262,7 +253,7 @@ KT_TEST (large_no_over_serving)
   kame_pool_free (e);
   kame_pool_free (s);
   kame_pool_set_large_cache_cap (0);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
 }
 
 /* The statistics step by exactly one allocation: a dedicated chunk
@@ -271,45 +262,45 @@ KT_TEST (large_no_over_serving)
 KT_TEST (large_stats_step)
 {
   empty_cache (64 * MiB);
-  kame_pool_stats_t s0 = stats ();
+  kame_pool_stats_t s0 = kt_pool_stats ();
   void *d = kame_pool_malloc (300 * KiB);        /* 2 units */
-  kame_pool_stats_t s1 = stats ();
+  kame_pool_stats_t s1 = kt_pool_stats ();
   KT_CHECK_EQ (s1.dedicated_chunk_bytes, s0.dedicated_chunk_bytes + 2 * UNIT);
   KT_CHECK_EQ (s1.chunks_live, s0.chunks_live + 1);
   KT_CHECK_EQ (s1.units_live, s0.units_live + 2);
   KT_CHECK_EQ (s1.cache_bytes, s0.cache_bytes);
   kame_pool_free (d);
-  kame_pool_stats_t s2 = stats ();
+  kame_pool_stats_t s2 = kt_pool_stats ();
   KT_CHECK_EQ (s2.dedicated_chunk_bytes, s0.dedicated_chunk_bytes);
   KT_CHECK_EQ (s2.chunks_live, s0.chunks_live);
   KT_CHECK_EQ (s2.units_live, s0.units_live);
   KT_CHECK_EQ (s2.cache_bytes, s0.cache_bytes + 2 * UNIT);
   void *d2 = kame_pool_malloc (400 * KiB);
   KT_CHECK_PTR_EQ (d2, d);
-  kame_pool_stats_t s3 = stats ();
+  kame_pool_stats_t s3 = kt_pool_stats ();
   KT_CHECK_EQ (s3.dedicated_chunk_bytes, s1.dedicated_chunk_bytes);
   KT_CHECK_EQ (s3.cache_bytes, s0.cache_bytes);
 
   void *m = kame_pool_malloc (5 * MiB);
   size_t map = kame_pool_malloc_usable_size (m) + 4096;
-  kame_pool_stats_t s4 = stats ();
+  kame_pool_stats_t s4 = kt_pool_stats ();
   KT_CHECK_EQ (s4.large_alloc_count, s3.large_alloc_count + 1);
   KT_CHECK_EQ (s4.large_alloc_bytes, s3.large_alloc_bytes + map);
   kame_pool_free (m);
-  kame_pool_stats_t s5 = stats ();
+  kame_pool_stats_t s5 = kt_pool_stats ();
   KT_CHECK_EQ (s5.large_alloc_count, s3.large_alloc_count);
   KT_CHECK_EQ (s5.large_alloc_bytes, s3.large_alloc_bytes);
   KT_CHECK_EQ (s5.cache_bytes, s3.cache_bytes + map);
   void *m2 = kame_pool_malloc (5 * MiB);
   KT_CHECK_PTR_EQ (m2, m);
-  kame_pool_stats_t s6 = stats ();
+  kame_pool_stats_t s6 = kt_pool_stats ();
   KT_CHECK_EQ (s6.large_alloc_count, s4.large_alloc_count);
   KT_CHECK_EQ (s6.large_alloc_bytes, s4.large_alloc_bytes);
   KT_CHECK_EQ (s6.cache_bytes, s3.cache_bytes);
   kame_pool_free (m2);
   kame_pool_free (d2);
   kame_pool_set_large_cache_cap (0);
-  kame_pool_stats_t s7 = stats ();
+  kame_pool_stats_t s7 = kt_pool_stats ();
   KT_CHECK_EQ (s7.cache_bytes, 0);
   KT_CHECK_EQ (s7.dedicated_chunk_bytes, s0.dedicated_chunk_bytes);
   KT_CHECK_EQ (s7.units_live, s0.units_live);
@@ -327,7 +318,7 @@ KT_TEST (large_cache_cap)
     p[i] = kame_pool_malloc (i < 4 ? 4 * MiB : 6 * MiB);
   for (int i = 0; i < 6; i++)
     kame_pool_free (p[i]);
-  size_t full = stats ().cache_bytes;
+  size_t full = kt_pool_stats ().cache_bytes;
   KT_CHECK (full >= 28 * MiB && full <= 64 * MiB);
   for (int i = 5; i >= 0; i--)
     {
@@ -338,25 +329,25 @@ KT_TEST (large_cache_cap)
       KT_CHECK (cached);
       got[i] = q;
     }
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   for (int i = 0; i < 6; i++)
     kame_pool_free (got[i]);
-  KT_CHECK_EQ (stats ().cache_bytes, full);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, full);
   kame_pool_set_large_cache_cap (10 * MiB);
   KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 10 * MiB);
-  KT_CHECK (stats ().cache_bytes <= 10 * MiB);
+  KT_CHECK (kt_pool_stats ().cache_bytes <= 10 * MiB);
   kame_pool_set_large_cache_cap (2 * MiB);
-  KT_CHECK (stats ().cache_bytes <= 2 * MiB);
+  KT_CHECK (kt_pool_stats ().cache_bytes <= 2 * MiB);
   void *big = kame_pool_malloc (3 * MiB);
-  size_t before = stats ().cache_bytes;
+  size_t before = kt_pool_stats ().cache_bytes;
   kame_pool_free (big);
-  KT_CHECK_EQ (stats ().cache_bytes, before);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, before);
   kame_pool_set_large_cache_cap (0);
   KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 0);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   void *small = kame_pool_malloc (40 * KiB);
   kame_pool_free (small);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 
@@ -466,13 +457,13 @@ KT_TEST (large_cache_grows_mapping)
   KT_CHECK (p != NULL);
   memset (p, 0x5a, 5 * MiB);
   kame_pool_free (p);
-  kame_pool_stats_t before = stats ();
+  kame_pool_stats_t before = kt_pool_stats ();
   KT_CHECK (before.cache_bytes >= 5 * MiB);
   unsigned char *q = kame_pool_malloc (8 * MiB);
   KT_CHECK_PTR_EQ (q, p);
   size_t usable = kame_pool_malloc_usable_size (q);
   KT_CHECK (usable >= 8 * MiB && usable < 8 * MiB + 8192);
-  kame_pool_stats_t after = stats ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.cache_bytes + 5 * MiB + 4096, before.cache_bytes);
   KT_CHECK_EQ (after.large_alloc_bytes,
                before.large_alloc_bytes + usable + 4096);
@@ -502,11 +493,11 @@ KT_TEST (large_realloc_grows_dedicated_in_place)
   KT_CHECK_PTR_EQ (p, a);
   KT_CHECK_EQ (kame_pool_malloc_usable_size (p), 2 * UNIT);
   memset (p, 0x5a, 300 * KiB);
-  kame_pool_stats_t before = stats ();
+  kame_pool_stats_t before = kt_pool_stats ();
   unsigned char *q = kame_pool_realloc (p, 700 * KiB);  /* 3 units */
   KT_CHECK_PTR_EQ (q, p);
   KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 3 * UNIT);
-  kame_pool_stats_t after = stats ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.units_live, before.units_live + 1);
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes + UNIT);
@@ -526,7 +517,7 @@ KT_TEST (large_realloc_grows_dedicated_in_place)
       KT_FAILF ("byte %zu not copied", i);
   kame_pool_free (r);
   kame_pool_free (wall);
-  KT_CHECK_EQ (stats ().dedicated_chunk_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes, 0);
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 
@@ -552,12 +543,12 @@ streak_alloc (void *arg)
 KT_TEST (large_free_streak)
 {
   empty_cache (64 * MiB);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   KT_CHECK (streak_alloc (NULL) == NULL);
   for (int i = 0; i < STREAK_BLOCKS; i++)
     kame_pool_free (streak_block[i]);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
-  KT_CHECK_EQ (stats ().dedicated_chunk_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes, 0);
 
   /* A large allocation of this thread's own ends its streak.  */
   kame_pool_free (kame_pool_malloc (MiB));
@@ -569,9 +560,9 @@ KT_TEST (large_free_streak)
   KT_CHECK (ret == NULL);
   for (int i = 0; i < STREAK_BLOCKS; i++)
     kame_pool_free (streak_block[i]);
-  KT_CHECK_EQ (stats ().cache_bytes, 64 * MiB);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 64 * MiB);
   kame_pool_set_large_cache_cap (0);
-  KT_CHECK_EQ (stats ().cache_bytes, 0);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 

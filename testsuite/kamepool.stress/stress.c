@@ -29,6 +29,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
@@ -346,16 +347,6 @@ duration (double dflt)
   return dflt;
 }
 
-static kame_pool_stats_t
-stats_now (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = KAME_POOL_STATS_VERSION;
-  kame_pool_get_stats (&s);
-  return s;
-}
-
 static void *
 idle_thread (void *arg)
 {
@@ -393,7 +384,7 @@ run_stress (double seconds, const struct profile *profile)
       return "pthread_create failed";
   for (int i = 0; i < WORKERS; i++)
     pthread_join (w[i].thread, NULL);
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
 
   uint64_t rs = 0x2545f4914f6cdd1du;
   double end = now () + seconds;
@@ -419,7 +410,7 @@ run_stress (double seconds, const struct profile *profile)
     release (&slot[s].b);
   /* Before the printf, whose stdout buffer may be this process's first
      and claim a chunk.  */
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   printf ("%ld threads, %ld allocations, %ld frees, %ld reallocs, "
           "%ld handovers in %.0f s\n", spawned, atomic_load (&allocs),
           atomic_load (&frees), atomic_load (&reallocs),

@@ -17,20 +17,11 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
-
-static kame_pool_stats_t
-stats_now (void)
-{
-  kame_pool_stats_t s;
-  memset (&s, 0, sizeof s);
-  s.version = KAME_POOL_STATS_VERSION;
-  kame_pool_get_stats (&s);
-  return s;
-}
 
 
 static bool
@@ -143,13 +134,13 @@ KT_TEST (chunks_and_units_plateau_over_200_spawn_join_cycles)
   for (unsigned c = 0; c < 5; c++)
     KT_CHECK (run_thread (cycle_thread, (void *) (uintptr_t) c));
   KT_CHECK (free_leftovers ());
-  kame_pool_stats_t base = stats_now ();
+  kame_pool_stats_t base = kt_pool_stats ();
 
   size_t chunks[CYCLES], units[CYCLES];
   for (unsigned c = 0; c < CYCLES; c++)
     {
       KT_CHECK (run_thread (cycle_thread, (void *) (uintptr_t) c));
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       chunks[c] = s.chunks_live;
       units[c] = s.units_live;
     }
@@ -175,7 +166,7 @@ KT_TEST (chunks_and_units_plateau_over_200_spawn_join_cycles)
   /* Once the last blocks are freed, the exited threads' chunks are all
      released.  */
   KT_CHECK (free_leftovers ());
-  kame_pool_stats_t end = stats_now ();
+  kame_pool_stats_t end = kt_pool_stats ();
   KT_CHECK_EQ (end.chunks_live, base.chunks_live);
   KT_CHECK_EQ (end.units_live, base.units_live);
   KT_CHECK_EQ (end.dedicated_chunk_bytes, base.dedicated_chunk_bytes);
@@ -235,13 +226,13 @@ KT_TEST (free_in_a_key_destructor_after_the_heap_is_gone)
   KT_CHECK (first != NULL);
   KT_CHECK_EQ (pthread_key_create (&late_key, late_destructor), 0);
   KT_CHECK (settle_thread_machinery ());
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   for (int round = 0; round < 20; round++)
     {
       atomic_store (&destructor_ran, 0);
       KT_CHECK (run_thread (key_thread, NULL));
       KT_CHECK_EQ (atomic_load (&destructor_ran), 1);
-      kame_pool_stats_t s = stats_now ();
+      kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.chunks_live, before.chunks_live);
       KT_CHECK_EQ (s.units_live, before.units_live);
       KT_CHECK_EQ (s.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
@@ -298,16 +289,16 @@ KT_TEST (blocks_of_an_exited_thread_are_freed_by_another)
   void *first = kame_pool_malloc (16);
   KT_CHECK (first != NULL);
   KT_CHECK (settle_thread_machinery ());
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   KT_CHECK (run_thread (orphan_maker, NULL));
-  kame_pool_stats_t orphaned = stats_now ();
+  kame_pool_stats_t orphaned = kt_pool_stats ();
   /* The exited thread's chunks still hold live blocks: abandoned, not
      released.  */
   KT_CHECK (orphaned.chunks_live > before.chunks_live);
   KT_CHECK_EQ (orphaned.large_alloc_count - before.large_alloc_count,
                ORPHANS / 500);
   KT_CHECK (run_thread (orphan_freer, NULL));
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.units_live, before.units_live);
   KT_CHECK_EQ (after.dedicated_chunk_bytes, before.dedicated_chunk_bytes);
@@ -320,7 +311,7 @@ KT_TEST (blocks_of_an_exited_thread_are_freed_by_another)
       KT_CHECK (kt_painted (orphan[i].p, orphan[i].n, i));
       kame_pool_free (orphan[i].p);
     }
-  after = stats_now ();
+  after = kt_pool_stats ();
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.units_live, before.units_live);
   kame_pool_free (first);
@@ -382,7 +373,7 @@ KT_TEST (producer_consumer_pair_hands_over_400000_blocks)
   void *first = kame_pool_malloc (16);
   KT_CHECK (first != NULL);
   KT_CHECK (settle_thread_machinery ());
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   pthread_t pt, ct;
   void *pr, *cr;
   KT_CHECK_EQ (pthread_create (&ct, NULL, consumer, NULL), 0);
@@ -394,7 +385,7 @@ KT_TEST (producer_consumer_pair_hands_over_400000_blocks)
               cr ? (char *) cr : "ok");
   KT_CHECK_EQ (atomic_load (&produced), HANDED);
   KT_CHECK_EQ (atomic_load (&consumed), HANDED);
-  kame_pool_stats_t after = stats_now ();
+  kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.chunks_live, before.chunks_live);
   KT_CHECK_EQ (after.units_live, before.units_live);
   kame_pool_free (first);
@@ -420,13 +411,13 @@ free_the_fill (void *arg)
 KT_TEST (remote_frees_into_full_chunks_are_collected_before_a_claim)
 {
   KT_CHECK (settle_thread_machinery ());
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
   for (int i = 0; i < FILL_BLOCKS; i++)
     {
       fill[i] = kame_pool_malloc (8 * KIB);
       KT_CHECK (fill[i] != NULL);
     }
-  kame_pool_stats_t filled = stats_now ();
+  kame_pool_stats_t filled = kt_pool_stats ();
   KT_CHECK_EQ (filled.chunks_live - before.chunks_live, FILL_CHUNKS);
   KT_CHECK (run_thread (free_the_fill, NULL));
   for (int i = 0; i < FILL_BLOCKS; i++)
@@ -434,7 +425,7 @@ KT_TEST (remote_frees_into_full_chunks_are_collected_before_a_claim)
       fill[i] = kame_pool_malloc (8 * KIB);
       KT_CHECK (fill[i] != NULL);
     }
-  kame_pool_stats_t again = stats_now ();
+  kame_pool_stats_t again = kt_pool_stats ();
   KT_CHECK_EQ (again.chunks_live, filled.chunks_live);
   KT_CHECK_EQ (again.units_live, filled.units_live);
   for (int i = 0; i < FILL_BLOCKS; i++)
@@ -488,11 +479,11 @@ KT_TEST (thread_exit_reclaim_returns_empty_chunks_pages)
   long page = sysconf (_SC_PAGESIZE);
   long all = (long) (UNIT / (size_t) page);
   KT_CHECK (settle_thread_machinery ());
-  kame_pool_stats_t before = stats_now ();
+  kame_pool_stats_t before = kt_pool_stats ();
 
   kame_pool_set_thread_exit_reclaim (0);
   KT_CHECK (run_thread (touch_and_free_one_chunk, NULL));
-  KT_CHECK_EQ (stats_now ().chunks_live, before.chunks_live);
+  KT_CHECK_EQ (kt_pool_stats ().chunks_live, before.chunks_live);
   long kept = resident_pages_of_unit (reclaim_first);
   if (kept != all)
     KT_FAILF ("reclaim off: %ld of %ld pages resident after exit", kept,
@@ -500,7 +491,7 @@ KT_TEST (thread_exit_reclaim_returns_empty_chunks_pages)
 
   kame_pool_set_thread_exit_reclaim (1);
   KT_CHECK (run_thread (touch_and_free_one_chunk, NULL));
-  KT_CHECK_EQ (stats_now ().chunks_live, before.chunks_live);
+  KT_CHECK_EQ (kt_pool_stats ().chunks_live, before.chunks_live);
   long left = resident_pages_of_unit (reclaim_first);
   if (left != 0)
     KT_FAILF ("reclaim on: %ld of %ld pages resident after exit", left,

@@ -397,16 +397,14 @@ kp_mapping_release (void *base)
 }
 
 /* Allocate N bytes above the small classes, aligned to ALIGN (0 or a
-   power of two).  */
+   power of two): malloc's slow path, and memalign's for what the
+   small classes cannot serve.  */
 void *
 kp_malloc_large (size_t n, size_t align)
 {
-  if (n <= KP_DEDICATED_MAX && align <= KP_UNIT_SIZE)
-    {
-      void *p = kp_cache_malloc_dedicated (n);
-      if (p != NULL)
-        return p;
-    }
+  /* kp_malloc has looked in the thread's own cache for an exact fit
+     already (kp_cache_malloc_dedicated); kp_dedicated_alloc below looks
+     in both levels.  */
   if (kp_unlikely (n > PTRDIFF_MAX))
     {
       errno = ENOMEM;

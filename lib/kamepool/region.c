@@ -129,6 +129,15 @@ kp_run_mask (unsigned units)
   return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
 }
 
+/* The units of word W of R that are free and still resident; the claim
+   word read in *CLAIM.  */
+static inline uint64_t
+kp_free_dirty (kp_region_t *r, unsigned w, uint64_t *claim)
+{
+  *claim = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
+  return atomic_load_explicit (&r->dirty[w], memory_order_relaxed) & ~*claim;
+}
+
 /* Set the claim bits BITS of word W of R with one CAS (acquire),
    retried while none of them is taken; false once one is.  */
 static bool
@@ -256,10 +265,7 @@ kp_node_claim_most_dirty (unsigned node, unsigned units)
         continue;
       for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
         {
-          uint64_t v = atomic_load_explicit (&r->claim[w],
-                                             memory_order_relaxed);
-          uint64_t d = atomic_load_explicit (&r->dirty[w],
-                                             memory_order_relaxed) & ~v;
+          uint64_t v, d = kp_free_dirty (r, w, &v);
           if (d == 0)
             continue;
           for (unsigned k = 0; k + units <= 64; k++)
@@ -370,17 +376,12 @@ kp_units_purge_dirty (void)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
         {
-          uint64_t v = atomic_load_explicit (&r->claim[w],
-                                             memory_order_relaxed);
-          uint64_t d = atomic_load_explicit (&r->dirty[w],
-                                             memory_order_relaxed) & ~v;
+          uint64_t v, d = kp_free_dirty (r, w, &v);
           if (d == 0)
             break;
           uint64_t bit = d & -d;
-          if (!atomic_compare_exchange_strong_explicit
-              (&r->claim[w], &v, v | bit, memory_order_acquire,
-               memory_order_relaxed))
-            continue;
+          if (!kp_claim_bits (r, w, bit))
+            continue;           /* taken meanwhile: look again */
           unsigned u = w * 64 + (unsigned) __builtin_ctzll (bit);
           if (atomic_fetch_and_explicit (&r->dirty[w], ~bit,
                                          memory_order_relaxed) & bit)

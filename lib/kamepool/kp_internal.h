@@ -498,9 +498,9 @@ kp_free_pool (void *p)
       kp_block_t *b = p;
       b->next = c->free;
       c->free = b;
-      /* A full chunk goes back on the partial list; an empty chunk
-         leaves, unless it is the active one: a malloc/free loop must
-         not call out on every free.  */
+      /* A full chunk becomes the active one (kp_chunk_unfull); an
+         empty chunk leaves, unless it is the active one: a malloc/free
+         loop must not call out on every free.  */
       if (kp_unlikely (c->full))
         kp_chunk_unfull (c);
       else if (kp_unlikely (--c->used == 0) && !c->active)

@@ -191,32 +191,41 @@ kp_l2_take_slot (unsigned i, uintptr_t e)
   return e;
 }
 
-/* A second-level entry that fits, or else the smallest one that is
-   bigger (when BIGGER), or 0.  */
+/* The smallest second-level mapping that fits a request for NEED
+   bytes and is smaller than BELOW, or else, when BIGGER, the smallest
+   one that is bigger; 0 when there is none or another thread takes it
+   first.  */
 static uintptr_t
-kp_l2_take (bool mapping, size_t need, bool bigger)
+kp_l2_take (size_t need, size_t below, bool bigger)
 {
   if (kp_l2_bytes () == 0)
     return 0;
-  unsigned best = KP_L2_SLOTS;
-  uintptr_t best_e = 0;
+  unsigned fit = KP_L2_SLOTS, big = KP_L2_SLOTS;
+  uintptr_t fit_e = 0, big_e = 0;
   for (unsigned i = 0; i < KP_L2_SLOTS; i++)
     {
       uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
-      if (kp_entry_fits (e, mapping, need))
+      size_t bytes = kp_entry_bytes (e);
+      if (kp_entry_fits (e, true, need))
         {
-          e = kp_l2_take_slot (i, e);
-          if (e != 0)
-            return e;
+          if (bytes < below && (fit_e == 0 || bytes < kp_entry_bytes (fit_e)))
+            {
+              fit = i;
+              fit_e = e;
+              if (bytes == need)
+                break;
+            }
         }
-      else if (bigger && kp_entry_bigger (e, mapping, need)
-               && (best_e == 0 || kp_entry_bytes (e) < kp_entry_bytes (best_e)))
+      else if (bigger && kp_entry_bigger (e, true, need)
+               && (big_e == 0 || bytes < kp_entry_bytes (big_e)))
         {
-          best = i;
-          best_e = e;
+          big = i;
+          big_e = e;
         }
     }
-  return best_e != 0 ? kp_l2_take_slot (best, best_e) : 0;
+  if (fit_e != 0)
+    return kp_l2_take_slot (fit, fit_e);
+  return big_e != 0 ? kp_l2_take_slot (big, big_e) : 0;
 }
 
 /* Put E in the second level if it fits under CAP with RESERVED bytes
@@ -246,34 +255,28 @@ kp_l2_put (uintptr_t e, size_t cap, size_t reserved)
    the order they came.  Relaxed: any start is correct.  */
 static _Atomic (unsigned) kp_l2_hand;
 
-/* Release second-level entries until it holds at most KEEP bytes;
-   true when any was released.  Dedicated chunks go first: a released
-   chunk's units keep their pages within the dirty budget and serve the
-   next dedicated request of any size without page faults, while a
-   released mapping is unmapped and a later one faults in afresh.  */
+/* Release second-level entries (mappings, see the top of the file)
+   until it holds at most KEEP bytes; true when any was released.  */
 static bool
 kp_l2_evict (size_t keep)
 {
   bool any = false;
-  for (int pass = 0; pass < 2; pass++)
+  unsigned hand = atomic_load_explicit (&kp_l2_hand, memory_order_relaxed);
+  for (unsigned k = 0; k < KP_L2_SLOTS && kp_l2_bytes () > keep; k++)
     {
-      unsigned hand = atomic_load_explicit (&kp_l2_hand, memory_order_relaxed);
-      for (unsigned k = 0; k < KP_L2_SLOTS && kp_l2_bytes () > keep; k++)
-        {
-          unsigned i = (hand + k) % KP_L2_SLOTS;
-          uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
-          if (e == 0 || (pass == 0 && kp_entry_is_mapping (e)))
-            continue;
-          atomic_store_explicit (&kp_l2_hand, (i + 1) % KP_L2_SLOTS,
+      unsigned i = (hand + k) % KP_L2_SLOTS;
+      uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
+      if (e == 0)
+        continue;
+      atomic_store_explicit (&kp_l2_hand, (i + 1) % KP_L2_SLOTS,
+                             memory_order_relaxed);
+      e = atomic_exchange_explicit (&kp_l2[i], 0, memory_order_acquire);
+      if (e == 0)
+        continue;
+      atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
                                  memory_order_relaxed);
-          e = atomic_exchange_explicit (&kp_l2[i], 0, memory_order_acquire);
-          if (e == 0)
-            continue;
-          atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
-                                     memory_order_relaxed);
-          kp_entry_release (e);
-          any = true;
-        }
+      kp_entry_release (e);
+      any = true;
     }
   return any;
 }
@@ -298,35 +301,48 @@ kp_l1_evict (kp_heap_t *h, size_t keep)
 }
 
 /* Take a cached block for a request: a dedicated chunk of NEED bytes
-   of units, or a mapping of NEED bytes.  One that fits is best; else
-   the smallest bigger one, which the caller trims to size.  */
+   of units, or a mapping of NEED bytes.  The smallest that fits is
+   best, so that a big mapping stays for a big request; else the
+   smallest bigger one, which the caller trims to size.  Chunks are in
+   the first level only.  */
 KP_INLINE uintptr_t
 kp_cache_take (bool mapping, size_t need)
 {
   kp_heap_t *h = kp_cache_heap ();
-  unsigned bigger = KP_L1_SLOTS;
+  unsigned fit = KP_L1_SLOTS, bigger = KP_L1_SLOTS;
+  size_t fit_bytes = SIZE_MAX;
   if (h != NULL)
     for (unsigned i = KP_L1_SLOTS; i-- > 0;)
       {
         uintptr_t e = h->l1[i];
         if (kp_entry_fits (e, mapping, need))
           {
-            h->l1[i] = 0;
-            kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
-            return e;
+            if (kp_entry_bytes (e) < fit_bytes)
+              {
+                fit = i;
+                fit_bytes = kp_entry_bytes (e);
+                if (fit_bytes == need)
+                  break;
+              }
           }
-        if (kp_entry_bigger (e, mapping, need)
-            && (bigger == KP_L1_SLOTS
-                || kp_entry_bytes (e) < kp_entry_bytes (h->l1[bigger])))
+        else if (kp_entry_bigger (e, mapping, need)
+                 && (bigger == KP_L1_SLOTS
+                     || kp_entry_bytes (e) < kp_entry_bytes (h->l1[bigger])))
           bigger = i;
       }
-  uintptr_t e = kp_l2_take (mapping, need, bigger == KP_L1_SLOTS);
-  if (e == 0 && bigger != KP_L1_SLOTS)
+  if (mapping && fit_bytes != need)
     {
-      e = h->l1[bigger];
-      h->l1[bigger] = 0;
-      kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+      uintptr_t e = kp_l2_take (need, fit_bytes,
+                                fit == KP_L1_SLOTS && bigger == KP_L1_SLOTS);
+      if (e != 0)
+        return e;
     }
+  unsigned i = fit != KP_L1_SLOTS ? fit : bigger;
+  if (i == KP_L1_SLOTS)
+    return 0;
+  uintptr_t e = h->l1[i];
+  h->l1[i] = 0;
+  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
   return e;
 }
 
@@ -409,8 +425,9 @@ kp_cache_put (uintptr_t e, bool freed)
   if (bytes > cap)
     return false;
   kp_heap_t *h = kp_cache_heap ();
+  bool mapping = kp_entry_is_mapping (e);
   if (h == NULL)
-    return kp_l2_put (e, cap, 0);
+    return mapping && kp_l2_put (e, cap, 0);
   /* The loop's path: the thread's own cache has a free slot at the end
      and the block fits under the cap and the free streak.  */
   if (h->l1[KP_L1_SLOTS - 1] == 0 && freed)
@@ -444,13 +461,15 @@ kp_cache_put (uintptr_t e, bool freed)
       h->l1[0] = 0;
       size_t ob = kp_entry_bytes (old);
       kp_l1_bytes_add (h, 0, ob);
-      /* Room in the second level is made by eviction, dedicated
-         chunks first, rather than by dropping this entry.  */
+      /* A chunk's units go back to their region, resident (see the
+         top of the file).  Room in the second level for a mapping is
+         made by eviction rather than by dropping this entry.  */
       size_t reserved = kp_l1_bytes (h) + bytes;
-      if (!kp_l2_put (old, cap, reserved)
-          && !(reserved <= cap - ob
-               && kp_l2_evict (cap - ob - reserved)
-               && kp_l2_put (old, cap, reserved)))
+      if (!kp_entry_is_mapping (old)
+          || (!kp_l2_put (old, cap, reserved)
+              && !(reserved <= cap - ob
+                   && kp_l2_evict (cap - ob - reserved)
+                   && kp_l2_put (old, cap, reserved))))
         kp_entry_release (old);
     }
   size_t l2 = kp_l2_bytes ();

@@ -417,7 +417,7 @@ KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
 
 /* ---- Large recycle cache (cache.c) ------------------------------------- */
 
-#define KP_CACHE_CAP_DEFAULT ((size_t) 64 << 20)
+#define KP_CACHE_CAP_DEFAULT ((size_t) 128 << 20)
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);

@@ -411,9 +411,10 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
   if (pages == KP_PAGES_LAZY || pages == KP_PAGES_LAZY_LARGE)
     {
-      /* The large tier's budget is the large cache's cap: released
-         dedicated chunks are the cache's overflow, and the free runs
-         they leave serve any size (kp_units_claim).  */
+      /* The large tier's budget is the large cache's cap: freed
+         dedicated chunks past the thread's first-level cache come
+         here, not to a second cache level, and the free runs they
+         leave coalesce and serve any size (kp_units_claim).  */
       size_t budget = KP_DIRTY_BUDGET_UNITS;
       if (pages == KP_PAGES_LAZY_LARGE)
         budget += kp_cache_cap_now () >> KP_UNIT_SHIFT;

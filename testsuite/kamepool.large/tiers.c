@@ -308,10 +308,12 @@ KT_TEST (large_stats_step)
 }
 
 /* Reuse and the cap: blocks come back from the cache; a lower cap
-   evicts at once; a block bigger than the cap is not kept.  */
+   evicts at once; a block bigger than the cap is not kept.  The
+   thread's first level keeps the last 4 blocks freed; the two chunks
+   it lets go stay resident as free units, and come back too.  */
 KT_TEST (large_cache_cap)
 {
-  KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 64 * MiB);
+  KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 128 * MiB);
   empty_cache (64 * MiB);
   void *p[6], *got[6];
   for (int i = 0; i < 6; i++)
@@ -319,7 +321,7 @@ KT_TEST (large_cache_cap)
   for (int i = 0; i < 6; i++)
     kame_pool_free (p[i]);
   size_t full = kt_pool_stats ().cache_bytes;
-  KT_CHECK (full >= 28 * MiB && full <= 64 * MiB);
+  KT_CHECK_EQ (full, 2 * 4 * MiB + 2 * (6 * MiB + 4096));
   for (int i = 5; i >= 0; i--)
     {
       void *q = kame_pool_malloc (i < 4 ? 4 * MiB : 6 * MiB);
@@ -521,48 +523,61 @@ KT_TEST (large_realloc_grows_dedicated_in_place)
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 
-/* The free streak.  80 blocks of 1 MiB (dedicated, 4 units) freed in
-   a row by the thread that allocated them are a working set torn down:
-   once more than the 64 MiB cap is freed the cache is drained and the
-   rest goes back to the kernel, so nothing is left cached.  The same
-   blocks allocated by another thread and freed here are a pipeline:
-   the cache stays full.  */
-enum { STREAK_BLOCKS = 80 };
-static void *streak_block[STREAK_BLOCKS];
+/* The free streak.  80 blocks of 1 MiB (dedicated, 4 units), then 20
+   of 5 MiB (mappings), freed in a row by the thread that allocated
+   them are a working set torn down: once more than the 64 MiB cap is
+   freed the cache is drained and the rest goes back to the kernel, so
+   nothing is left cached.  The same blocks allocated by another thread
+   and freed here are a pipeline: the cache keeps what it can, the 4
+   chunks of the first level (the others stay resident as free units),
+   or the 12 mappings of 5 MiB and a page that fit under the cap.  */
+enum { STREAK_MAX = 80 };
+static void *streak_block[STREAK_MAX];
+static size_t streak_size, streak_count;
 
 static void *
 streak_alloc (void *arg)
 {
   (void) arg;
-  for (int i = 0; i < STREAK_BLOCKS; i++)
-    if ((streak_block[i] = kame_pool_malloc (MiB)) == NULL)
+  for (size_t i = 0; i < streak_count; i++)
+    if ((streak_block[i] = kame_pool_malloc (streak_size)) == NULL)
       return "malloc failed";
   return NULL;
 }
 
 KT_TEST (large_free_streak)
 {
-  empty_cache (64 * MiB);
-  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
-  KT_CHECK (streak_alloc (NULL) == NULL);
-  for (int i = 0; i < STREAK_BLOCKS; i++)
-    kame_pool_free (streak_block[i]);
-  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
-  KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes, 0);
+  static const struct { size_t size, count, kept; } run[] = {
+    { MiB, 80, 4 * MiB },
+    { 5 * MiB, 20, 12 * (5 * MiB + 4096) },
+  };
+  for (size_t k = 0; k < sizeof run / sizeof run[0]; k++)
+    {
+      streak_size = run[k].size;
+      streak_count = run[k].count;
+      empty_cache (64 * MiB);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
+      KT_CHECK (streak_alloc (NULL) == NULL);
+      for (size_t i = 0; i < streak_count; i++)
+        kame_pool_free (streak_block[i]);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
+      KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes, 0);
+      KT_CHECK_EQ (kt_pool_stats ().large_alloc_bytes, 0);
 
-  /* A large allocation of this thread's own ends its streak.  */
-  kame_pool_free (kame_pool_malloc (MiB));
-  empty_cache (64 * MiB);
-  pthread_t t;
-  void *ret;
-  KT_CHECK_EQ (pthread_create (&t, NULL, streak_alloc, NULL), 0);
-  KT_CHECK_EQ (pthread_join (t, &ret), 0);
-  KT_CHECK (ret == NULL);
-  for (int i = 0; i < STREAK_BLOCKS; i++)
-    kame_pool_free (streak_block[i]);
-  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 64 * MiB);
-  kame_pool_set_large_cache_cap (0);
-  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
+      /* A large allocation of this thread's own ends its streak.  */
+      kame_pool_free (kame_pool_malloc (streak_size));
+      empty_cache (64 * MiB);
+      pthread_t t;
+      void *ret;
+      KT_CHECK_EQ (pthread_create (&t, NULL, streak_alloc, NULL), 0);
+      KT_CHECK_EQ (pthread_join (t, &ret), 0);
+      KT_CHECK (ret == NULL);
+      for (size_t i = 0; i < streak_count; i++)
+        kame_pool_free (streak_block[i]);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, run[k].kept);
+      kame_pool_set_large_cache_cap (0);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
+    }
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 

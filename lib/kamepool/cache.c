@@ -116,16 +116,16 @@ kp_entry_base (uintptr_t e)
 }
 
 /* Does entry E serve a request of kind MAPPING for NEED bytes?  A
-   chunk must have exactly the units asked for, and so must a huge
-   mapping (above 32 MiB); a smaller mapping may be up to twice as big
-   (KP_CACHE_SLACK_SHIFT).  */
+   chunk must have exactly the units asked for, and a huge mapping
+   (above 32 MiB) serves and is served only by its own size; a smaller
+   mapping may be up to twice as big (KP_CACHE_SLACK_SHIFT).  */
 static inline bool
 kp_entry_fits (uintptr_t e, bool mapping, size_t need)
 {
   if (e == 0 || kp_entry_is_mapping (e) != mapping)
     return false;
   size_t have = kp_entry_bytes (e);
-  if (!mapping || need > KP_REGION_SIZE)
+  if (!mapping || need > KP_REGION_SIZE || have > KP_REGION_SIZE)
     return have == need;
   return have >= need && have - need <= need >> KP_CACHE_SLACK_SHIFT;
 }

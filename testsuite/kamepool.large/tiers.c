@@ -218,6 +218,15 @@ KT_TEST (large_no_over_serving)
   void *h2 = kame_pool_malloc (64 * MiB);
   KT_CHECK_PTR_EQ (h2, h);
   kame_pool_free (h2);
+  /* Nor is a huge block served to a mapping's request within twice
+     its size.  */
+  void *g = kame_pool_malloc (40 * MiB);
+  KT_CHECK (g != NULL);
+  kame_pool_free (g);
+  void *l = kame_pool_malloc (24 * MiB);
+  KT_CHECK (l != NULL && l != g);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (l), 24 * MiB);
+  kame_pool_free (l);
   kame_pool_set_large_cache_cap (0);
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   kame_pool_set_large_cache_cap (256 * MiB);

@@ -399,18 +399,24 @@ kp_cache_tearing_down (void)
   return h != NULL && h->free_streak > kp_cache_cap_now ();
 }
 
-/* A large allocation of BYTES by this thread: it ends its free streak.  */
-void
-kp_cache_note_alloc (size_t bytes)
+/* A large allocation of BYTES by H's thread: it ends its free streak,
+   and it counts for the others' (owner's load and store, relaxed).  */
+static inline void
+kp_heap_note_alloc (kp_heap_t *h, size_t bytes)
 {
-  kp_heap_t *h = kp_cache_heap ();
-  if (h == NULL)
-    return;
   atomic_store_explicit (&h->large_allocated,
                          atomic_load_explicit (&h->large_allocated,
                                                memory_order_relaxed) + bytes,
                          memory_order_relaxed);
   h->free_streak = 0;
+}
+
+void
+kp_cache_note_alloc (size_t bytes)
+{
+  kp_heap_t *h = kp_cache_heap ();
+  if (h != NULL)
+    kp_heap_note_alloc (h, bytes);
 }
 
 /* Keep E if the cap allows; false when the caller must release it.
@@ -524,15 +530,38 @@ kp_cache_malloc_dedicated (size_t n)
           void *base = kp_entry_base (e);
           atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
                                  KP_KIND_DEDICATED, memory_order_relaxed);
-          atomic_store_explicit (&h->large_allocated,
-                                 atomic_load_explicit (&h->large_allocated,
-                                                       memory_order_relaxed)
-                                 + n, memory_order_relaxed);
-          h->free_streak = 0;
+          kp_heap_note_alloc (h, n);
           return base;
         }
     }
   return NULL;
+}
+
+/* malloc's path for N bytes above 4 MiB: the smallest mapping in the
+   thread's own cache that fits, reused whole, with no further search
+   and no atomic read-modify-write; NULL when there is none (the caller
+   goes the long way, kp_malloc_large, which looks in both levels).  */
+void *
+kp_cache_malloc_mapping (size_t n)
+{
+  kp_heap_t *h = kp_tc.heap;
+  size_t page = kp_os_page_size ();
+  if (!kp_heap_live (h) || n > KP_REGION_SIZE - 2 * page)
+    return NULL;
+  size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
+  unsigned fit = KP_L1_SLOTS;
+  for (unsigned i = KP_L1_SLOTS; i-- > 0;)
+    if (kp_entry_fits (h->l1[i], true, need)
+        && (fit == KP_L1_SLOTS
+            || kp_entry_bytes (h->l1[i]) < kp_entry_bytes (h->l1[fit])))
+      fit = i;
+  if (fit == KP_L1_SLOTS)
+    return NULL;
+  uintptr_t e = h->l1[fit];
+  h->l1[fit] = 0;
+  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+  kp_heap_note_alloc (h, n);
+  return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }
 
 /* Free P, the block of dedicated chunk C (any thread): into the cache,

@@ -429,6 +429,10 @@ KP_HIDDEN size_t kp_cache_bytes (void);
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
 KP_HIDDEN void *kp_cache_malloc_dedicated (size_t n);
+KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
+/* The cached mapping at BASE (GOT bytes) made the block of a live
+   mapping of N bytes; the block.  */
+KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
 KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p);
 /* Keep C, a dedicated chunk whose block was freed; false when the
    caller must release it.  */
@@ -467,9 +471,10 @@ kp_malloc (size_t n)
           return b;
         }
     }
-  else if (n <= KP_DEDICATED_MAX)
+  else
     {
-      void *p = kp_cache_malloc_dedicated (n);
+      void *p = n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
+                                      : kp_cache_malloc_mapping (n);
       if (p != NULL)
         return p;
     }

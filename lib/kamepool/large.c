@@ -257,6 +257,24 @@ kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
   return block;
 }
 
+/* Hand out the cached mapping at BASE, GOT bytes, for a request of N
+   bytes: its radix entry has stayed all along (see cache.c), so only
+   its header changes, magic last.  */
+void *
+kp_mapping_recycle (char *base, size_t got, size_t n)
+{
+  kp_large_header_t *hdr = (kp_large_header_t *) base;
+  char *block = base + kp_os_page_size ();
+  hdr->size = n;
+  hdr->map_base = base;
+  hdr->map_size = got;
+  hdr->block = block;
+  hdr->recycled = true;
+  hdr->magic = KP_LARGE_MAGIC;
+  kp_large_stat (1, got);
+  return block;
+}
+
 /* A mapping of its own, 32 MiB-aligned, header page first, the block
    at offset max(page, ALIGN) with ALIGN below 32 MiB.  */
 static void *
@@ -294,13 +312,7 @@ kp_mapping_alloc (size_t n, size_t align)
             }
         }
       if (cached != NULL)
-        {
-          void *p = kp_mapping_publish ((kp_large_header_t *) cached, n,
-                                        cached, got, cached + page,
-                                        KP_RADIX_LARGE);
-          ((kp_large_header_t *) cached)->recycled = true;
-          return p;
-        }
+        return kp_mapping_recycle (cached, got, n);
     }
   char *base = kp_large_map (map_size, KP_REGION_SIZE);
   if (base == NULL)
@@ -348,7 +360,7 @@ kp_mapping_alloc_huge_align (size_t n, size_t align)
 
 /* The header of the mapping whose block is or was P (live or in the
    cache), or NULL.  KIND is P's radix entry.  */
-static kp_large_header_t *
+static inline kp_large_header_t *
 kp_large_header_any (const void *p, int kind)
 {
   char *region = (char *) kp_region_of (p);

@@ -515,15 +515,17 @@ kp_cache_put (uintptr_t e, bool freed)
 void *
 kp_cache_malloc_dedicated (size_t n)
 {
+  /* No test that the heap is live: the sentinels' first levels stay
+     all zero (kp_cache_heap never hands them out), and WANT is never
+     zero, nor the low bits of a mapping's entry, which are odd.  */
   kp_heap_t *h = kp_tc.heap;
-  if (!kp_heap_live (h) || n > KP_DEDICATED_MAX)
-    return NULL;
+  KP_ASSERT (n > KP_SMALL_MAX && n <= KP_DEDICATED_MAX);
   unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
   uintptr_t want = (uintptr_t) units << 1;
   for (unsigned i = KP_L1_SLOTS; i-- > 0;)
     {
       uintptr_t e = h->l1[i];
-      if (e != 0 && (e & (KP_UNIT_SIZE - 1)) == want)
+      if ((e & (KP_UNIT_SIZE - 1)) == want)
         {
           h->l1[i] = 0;
           kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);

@@ -1,7 +1,11 @@
 /* cache.c -- the recycle cache of large blocks: freed dedicated chunks
-   (up to 4 MiB) and freed mappings (above 4 MiB, up to 32 MiB) kept
-   for reuse, first in the freeing thread's heap record, then in one
-   process-wide array.
+   (up to 4 MiB) and freed mappings (above 4 MiB) kept for reuse, first
+   in the freeing thread's heap record, then, for mappings, in one
+   process-wide array.  A dedicated chunk pushed out of the thread's
+   record goes back to its region with its pages resident (region.c's
+   dirty budget), where its units coalesce with the free units around
+   them and serve a request of any size: a chunk kept whole serves
+   only its own size or, split for good, a smaller one.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -15,10 +19,10 @@
 
      first level   KP_L1_SLOTS words in the thread's heap record, plain
                    loads and stores: only the owning thread touches them.
-     second level  KP_L2_SLOTS _Atomic words, 0 when empty; a put is one
-                   CAS from 0 to the entry (release: the block's reset
-                   metadata goes with it), a take one CAS from the entry
-                   to 0 (acquire).  A word that comes back with the same
+     second level  KP_L2_SLOTS _Atomic words, mappings only, 0 when
+                   empty; a put is one CAS from 0 to the entry (release:
+                   the block's reset metadata goes with it), a take one
+                   CAS from the entry to 0 (acquire).  A word that comes back with the same
                    value after an ABA is the same block with the same
                    size, so whoever wins it may use it.
      byte counts   the heap record's l1_bytes, relaxed load and store by

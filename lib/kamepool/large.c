@@ -242,36 +242,39 @@ kp_large_map (size_t size, size_t align)
   return p;
 }
 
-static void *
-kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
-                    size_t map_size, char *block, int kind)
+/* Write the header of a mapping handed out: N bytes asked for, at
+   BLOCK in MAP_SIZE bytes from MAP_BASE; RECYCLED when it came from
+   the cache (not zero-filled).  Magic last.  */
+static inline void
+kp_mapping_header (kp_large_header_t *hdr, size_t n, char *map_base,
+                   size_t map_size, char *block, bool recycled)
 {
-  hdr->magic = KP_LARGE_MAGIC;
   hdr->size = n;
   hdr->map_base = map_base;
   hdr->map_size = map_size;
   hdr->block = block;
-  hdr->recycled = false;
+  hdr->recycled = recycled;
+  hdr->magic = KP_LARGE_MAGIC;
   kp_large_stat (1, map_size);
+}
+
+static void *
+kp_mapping_publish (kp_large_header_t *hdr, size_t n, char *map_base,
+                    size_t map_size, char *block, int kind)
+{
+  kp_mapping_header (hdr, n, map_base, map_size, block, false);
   kp_radix_set ((uintptr_t) kp_region_of (block), kind);
   return block;
 }
 
 /* Hand out the cached mapping at BASE, GOT bytes, for a request of N
    bytes: its radix entry has stayed all along (see cache.c), so only
-   its header changes, magic last.  */
+   its header changes.  */
 void *
 kp_mapping_recycle (char *base, size_t got, size_t n)
 {
-  kp_large_header_t *hdr = (kp_large_header_t *) base;
   char *block = base + kp_os_page_size ();
-  hdr->size = n;
-  hdr->map_base = base;
-  hdr->map_size = got;
-  hdr->block = block;
-  hdr->recycled = true;
-  hdr->magic = KP_LARGE_MAGIC;
-  kp_large_stat (1, got);
+  kp_mapping_header ((kp_large_header_t *) base, n, base, got, block, true);
   return block;
 }
 

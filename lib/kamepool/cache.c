@@ -22,9 +22,10 @@
      second level  KP_L2_SLOTS _Atomic words, mappings only, 0 when
                    empty; a put is one CAS from 0 to the entry (release:
                    the block's reset metadata goes with it), a take one
-                   CAS from the entry to 0 (acquire).  A word that comes back with the same
-                   value after an ABA is the same block with the same
-                   size, so whoever wins it may use it.
+                   CAS from the entry to 0 (acquire).  A word that comes
+                   back with the same value after an ABA is the same
+                   block with the same size, so whoever wins it may use
+                   it.
      byte counts   the heap record's l1_bytes, relaxed load and store by
                    the owner; kp_l2_total, relaxed fetch_add/fetch_sub
                    on second-level puts and takes only.  The cap bounds

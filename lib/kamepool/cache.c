@@ -527,7 +527,9 @@ kp_cache_malloc_dedicated (size_t n)
   KP_ASSERT (n > KP_SMALL_MAX && n <= KP_DEDICATED_MAX);
   unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
   uintptr_t want = (uintptr_t) units << 1;
-  for (unsigned i = KP_L1_SLOTS; i-- > 0;)
+  /* From the first slot, where a loop's one block always is (a put
+     appends at the first free slot).  */
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     {
       uintptr_t e = h->l1[i];
       if ((e & (KP_UNIT_SIZE - 1)) == want)
@@ -556,12 +558,18 @@ kp_cache_malloc_mapping (size_t n)
   if (!kp_heap_live (h) || n > KP_REGION_SIZE - 2 * page)
     return NULL;
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
+  /* From the first slot, where a loop's one block always is (a put
+     appends at the first free slot), up to an exact fit.  */
   unsigned fit = KP_L1_SLOTS;
-  for (unsigned i = KP_L1_SLOTS; i-- > 0;)
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     if (kp_entry_fits (h->l1[i], true, need)
         && (fit == KP_L1_SLOTS
             || kp_entry_bytes (h->l1[i]) < kp_entry_bytes (h->l1[fit])))
-      fit = i;
+      {
+        fit = i;
+        if (kp_entry_bytes (h->l1[i]) == need)
+          break;
+      }
   if (fit == KP_L1_SLOTS)
     return NULL;
   uintptr_t e = h->l1[fit];

@@ -20,10 +20,7 @@ kp_free_cold (void *p)
 {
   if (p == NULL)
     return;
-  uintptr_t i = (uintptr_t) p >> KP_REGION_SHIFT;
-  int kind = kp_likely (i < KP_RADIX_ENTRIES)
-             ? atomic_load_explicit (&kp_radix[i], memory_order_acquire)
-             : KP_RADIX_NONE;
+  int kind = kp_radix_lookup ((uintptr_t) p);
   switch (kind)
     {
     case KP_RADIX_POOL:

@@ -184,6 +184,48 @@ kp_l1_bytes_add (kp_heap_t *h, size_t add, size_t sub)
                          memory_order_relaxed);
 }
 
+/* Take H's first-level entry I out: the owner's plain store.  */
+static inline uintptr_t
+kp_l1_take (kp_heap_t *h, unsigned i)
+{
+  uintptr_t e = h->l1[i];
+  h->l1[i] = 0;
+  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+  return e;
+}
+
+/* The slot of H's smallest first-level entry that fits a request of
+   kind MAPPING for NEED bytes, or KP_L1_SLOTS.  The scan starts at the
+   first slot, where a put appends, so a loop's one block is found at
+   once, and stops at an exact fit.  With BIGGER, *BIGGER is the slot of
+   the smallest entry that could serve once cut down, or KP_L1_SLOTS.  */
+static inline unsigned
+kp_l1_fit (const kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
+{
+  unsigned fit = KP_L1_SLOTS;
+  if (bigger != NULL)
+    *bigger = KP_L1_SLOTS;
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+    {
+      uintptr_t e = h->l1[i];
+      if (kp_entry_fits (e, mapping, need))
+        {
+          if (fit == KP_L1_SLOTS
+              || kp_entry_bytes (e) < kp_entry_bytes (h->l1[fit]))
+            {
+              fit = i;
+              if (kp_entry_bytes (e) == need)
+                break;
+            }
+        }
+      else if (bigger != NULL && kp_entry_bigger (e, mapping, need)
+               && (*bigger == KP_L1_SLOTS
+                   || kp_entry_bytes (e) < kp_entry_bytes (h->l1[*bigger])))
+        *bigger = i;
+    }
+  return fit;
+}
+
 static inline uintptr_t
 kp_l2_take_slot (unsigned i, uintptr_t e)
 {
@@ -294,12 +336,9 @@ kp_l1_evict (kp_heap_t *h, size_t keep)
   bool any = false;
   for (unsigned i = 0; i < KP_L1_SLOTS && kp_l1_bytes (h) > keep; i++)
     {
-      uintptr_t e = h->l1[i];
-      if (e == 0)
+      if (h->l1[i] == 0)
         continue;
-      h->l1[i] = 0;
-      kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
-      kp_entry_release (e);
+      kp_entry_release (kp_l1_take (h, i));
       any = true;
     }
   return any;
@@ -315,26 +354,10 @@ kp_cache_take (bool mapping, size_t need)
 {
   kp_heap_t *h = kp_cache_heap ();
   unsigned fit = KP_L1_SLOTS, bigger = KP_L1_SLOTS;
-  size_t fit_bytes = SIZE_MAX;
   if (h != NULL)
-    for (unsigned i = KP_L1_SLOTS; i-- > 0;)
-      {
-        uintptr_t e = h->l1[i];
-        if (kp_entry_fits (e, mapping, need))
-          {
-            if (kp_entry_bytes (e) < fit_bytes)
-              {
-                fit = i;
-                fit_bytes = kp_entry_bytes (e);
-                if (fit_bytes == need)
-                  break;
-              }
-          }
-        else if (kp_entry_bigger (e, mapping, need)
-                 && (bigger == KP_L1_SLOTS
-                     || kp_entry_bytes (e) < kp_entry_bytes (h->l1[bigger])))
-          bigger = i;
-      }
+    fit = kp_l1_fit (h, mapping, need, &bigger);
+  size_t fit_bytes = fit != KP_L1_SLOTS ? kp_entry_bytes (h->l1[fit])
+                                        : SIZE_MAX;
   if (mapping && fit_bytes != need)
     {
       uintptr_t e = kp_l2_take (need, fit_bytes,
@@ -343,12 +366,7 @@ kp_cache_take (bool mapping, size_t need)
         return e;
     }
   unsigned i = fit != KP_L1_SLOTS ? fit : bigger;
-  if (i == KP_L1_SLOTS)
-    return 0;
-  uintptr_t e = h->l1[i];
-  h->l1[i] = 0;
-  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
-  return e;
+  return i != KP_L1_SLOTS ? kp_l1_take (h, i) : 0;
 }
 
 /* The sum of the large_allocated of every heap but SELF.  */
@@ -468,10 +486,8 @@ kp_cache_put (uintptr_t e, bool freed)
     held += h->l1[k] != 0;
   if (held == KP_L1_SLOTS)
     {
-      uintptr_t old = h->l1[0];
-      h->l1[0] = 0;
+      uintptr_t old = kp_l1_take (h, 0);
       size_t ob = kp_entry_bytes (old);
-      kp_l1_bytes_add (h, 0, ob);
       /* A chunk's units go back to their region, resident (see the
          top of the file).  Room in the second level for a mapping is
          made by eviction rather than by dropping this entry.  */
@@ -534,8 +550,7 @@ kp_cache_malloc_dedicated (size_t n)
       uintptr_t e = h->l1[i];
       if ((e & (KP_UNIT_SIZE - 1)) == want)
         {
-          h->l1[i] = 0;
-          kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
+          kp_l1_take (h, i);
           void *base = kp_entry_base (e);
           atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
                                  KP_KIND_DEDICATED, memory_order_relaxed);
@@ -558,23 +573,10 @@ kp_cache_malloc_mapping (size_t n)
   if (!kp_heap_live (h) || n > KP_REGION_SIZE - 2 * page)
     return NULL;
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
-  /* From the first slot, where a loop's one block always is (a put
-     appends at the first free slot), up to an exact fit.  */
-  unsigned fit = KP_L1_SLOTS;
-  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
-    if (kp_entry_fits (h->l1[i], true, need)
-        && (fit == KP_L1_SLOTS
-            || kp_entry_bytes (h->l1[i]) < kp_entry_bytes (h->l1[fit])))
-      {
-        fit = i;
-        if (kp_entry_bytes (h->l1[i]) == need)
-          break;
-      }
+  unsigned fit = kp_l1_fit (h, true, need, NULL);
   if (fit == KP_L1_SLOTS)
     return NULL;
-  uintptr_t e = h->l1[fit];
-  h->l1[fit] = 0;
-  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+  uintptr_t e = kp_l1_take (h, fit);
   kp_heap_note_alloc (h, n);
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }
@@ -654,11 +656,7 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
             best = i;
         }
       if (best != KP_L1_SLOTS)
-        {
-          e = h->l1[best];
-          h->l1[best] = 0;
-          kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
-        }
+        e = kp_l1_take (h, best);
     }
   if (e == 0 && kp_l2_bytes () != 0)
     {

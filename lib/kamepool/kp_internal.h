@@ -282,7 +282,15 @@ enum kp_radix_kind
 /* Written with release by the publisher of a region or mapping; read
    with acquire by kp_radix_lookup and relaxed by free's fast path.  */
 extern _Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES] KP_HIDDEN;
-KP_HIDDEN int kp_radix_lookup (uintptr_t addr);
+/* The radix entry of ADDR's region (KP_RADIX_NONE beyond the map).  */
+KP_INLINE int
+kp_radix_lookup (uintptr_t addr)
+{
+  uintptr_t i = addr >> KP_REGION_SHIFT;
+  if (kp_unlikely (i >= KP_RADIX_ENTRIES))
+    return KP_RADIX_NONE;
+  return atomic_load_explicit (&kp_radix[i], memory_order_acquire);
+}
 KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
 /* ---- OS layer (os.c) --------------------------------------------------- */
@@ -434,10 +442,8 @@ KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
    mapping of N bytes; the block.  */
 KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
 KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p);
-/* Keep C, a dedicated chunk whose block was freed; false when the
-   caller must release it.  */
-/* A cached mapping of MAP_SIZE to MAP_SIZE + 1/8 bytes (its size in
-   *GOT), or NULL.  */
+/* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
+   one cut down to MAP_SIZE (its size in *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
 KP_HIDDEN bool kp_cache_put_mapping (void *base, size_t map_size);
 KP_HIDDEN void *kp_cache_take_mapping_smaller (size_t map_size, size_t *got);

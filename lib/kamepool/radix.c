@@ -28,15 +28,6 @@
 
 _Atomic (uint8_t) kp_radix[KP_RADIX_ENTRIES];
 
-int
-kp_radix_lookup (uintptr_t addr)
-{
-  uintptr_t i = addr >> KP_REGION_SHIFT;
-  if (i >= KP_RADIX_ENTRIES)
-    return KP_RADIX_NONE;
-  return atomic_load_explicit (&kp_radix[i], memory_order_acquire);
-}
-
 void
 kp_radix_set (uintptr_t region_base, int kind)
 {

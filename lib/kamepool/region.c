@@ -249,10 +249,11 @@ kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
 
 /* Claim, among the free runs of UNITS units (at any position) in the
    regions of node NODE, the one with the most units whose pages are
-   still resident, if it has any; NULL otherwise or when another thread
-   takes it first (the caller then claims the plain way).  The scan is
-   a few hundred word operations, against a page fault for each unit's
-   page that is not resident.  */
+   still resident (the first found all resident ends the scan), if it
+   has any; NULL otherwise or when another thread takes it first (the
+   caller then claims the plain way).  The scan is a few hundred word
+   operations, against a page fault for each unit's page that is not
+   resident.  */
 static kp_chunk_t *
 kp_node_claim_most_dirty (unsigned node, unsigned units)
 {
@@ -278,10 +279,13 @@ kp_node_claim_most_dirty (unsigned node, unsigned units)
                     best_w = w;
                     best_k = k;
                     best_n = n;
+                    if (n == units)
+                      goto found;
                   }
               }
         }
     }
+found:
   if (best_r == NULL)
     return NULL;
   if (!kp_claim_bits (best_r, best_w, run << best_k))
@@ -306,17 +310,13 @@ kp_units_claim (unsigned units, bool large)
   unsigned home = kp_numa_thread_node ();
   unsigned step = large ? 1 : units;
   size_t dirty = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
-  if (dirty >= units)
+  if (large ? dirty != 0 : dirty >= units)
     {
-      kp_chunk_t *c = kp_node_try_claim (home, units, step, true);
-      if (c != NULL)
-        return c;
-    }
-  if (large && dirty != 0)
-    {
-      /* No run all resident: the one with the most resident units,
-         since every other unit of a dedicated chunk faults in anew.  */
-      kp_chunk_t *c = kp_node_claim_most_dirty (home, units);
+      /* A dedicated chunk takes the run with the most resident units,
+         since every other unit of it faults in anew; a small chunk, a
+         run all resident at its stride.  */
+      kp_chunk_t *c = large ? kp_node_claim_most_dirty (home, units)
+                            : kp_node_try_claim (home, units, step, true);
       if (c != NULL)
         return c;
     }

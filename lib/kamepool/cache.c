@@ -442,11 +442,35 @@ kp_cache_note_alloc (size_t bytes)
     kp_heap_note_alloc (h, bytes);
 }
 
+/* The loop's put, with no call: E (BYTES) goes in H's first level
+   when it has a free slot at the end and E fits under CAP and the free
+   streak; false when the caller must take the long way.  */
+KP_INLINE bool
+kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes, size_t cap)
+{
+  if (h->l1[KP_L1_SLOTS - 1] != 0)
+    return false;
+  size_t streak = h->free_streak + bytes;
+  size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
+  if (streak > cap || held > cap || held < bytes)
+    return false;
+  unsigned n = 0;
+  while (h->l1[n] != 0)
+    n++;
+  if (n != KP_L1_SLOTS - 1 && h->l1[n + 1] != 0)
+    return false;
+  h->free_streak = streak;
+  h->l1[n] = e;
+  kp_l1_bytes_add (h, bytes, 0);
+  return true;
+}
+
 /* Keep E if the cap allows; false when the caller must release it.
    The cap bounds the second level plus the calling thread's first.
    FREED says E is a block the program freed, which counts in the free
-   streak; the rest of a cut-down block does not.  */
-KP_INLINE bool
+   streak; the rest of a cut-down block does not.  The loop's case,
+   kp_l1_put_fast, is the caller's to try first.  */
+static bool
 kp_cache_put (uintptr_t e, bool freed)
 {
   size_t bytes = kp_entry_bytes (e);
@@ -457,26 +481,6 @@ kp_cache_put (uintptr_t e, bool freed)
   bool mapping = kp_entry_is_mapping (e);
   if (h == NULL)
     return mapping && kp_l2_put (e, cap, 0);
-  /* The loop's path: the thread's own cache has a free slot at the end
-     and the block fits under the cap and the free streak.  */
-  if (h->l1[KP_L1_SLOTS - 1] == 0 && freed)
-    {
-      size_t streak = h->free_streak + bytes;
-      size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
-      if (streak <= cap && held <= cap && held >= bytes)
-        {
-          unsigned n = 0;
-          while (h->l1[n] != 0)
-            n++;
-          if (n == KP_L1_SLOTS - 1 || h->l1[n + 1] == 0)
-            {
-              h->free_streak = streak;
-              h->l1[n] = e;
-              kp_l1_bytes_add (h, bytes, 0);
-              return true;
-            }
-        }
-    }
   if (freed && kp_cache_streak_over (h, bytes, cap))
     return false;
   /* Make room: the oldest entry moves to the second level when the
@@ -528,11 +532,10 @@ kp_cache_put (uintptr_t e, bool freed)
 
 /* ---- The tiers' interface ----------------------------------------------- */
 
-/* malloc's path for N bytes above the small classes: a dedicated chunk
-   of exactly the units N needs from the thread's own cache, the case
-   of a loop over one large size, with no further call and no atomic
-   read-modify-write; NULL when there is none (the caller goes the long
-   way, kp_malloc_large).  */
+/* malloc of N bytes above the small classes, up to 4 MiB: a dedicated
+   chunk of exactly the units N needs from the thread's own cache, the
+   case of a loop over one large size, with no further call and no
+   atomic read-modify-write; else the long way, kp_malloc_large.  */
 void *
 kp_cache_malloc_dedicated (size_t n)
 {
@@ -550,53 +553,67 @@ kp_cache_malloc_dedicated (size_t n)
       uintptr_t e = h->l1[i];
       if ((e & (KP_UNIT_SIZE - 1)) == want)
         {
-          kp_l1_take (h, i);
-          void *base = kp_entry_base (e);
+          /* A chunk's entry: kp_l1_take and kp_entry_base without
+             their test for a mapping.  */
+          h->l1[i] = 0;
+          kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
+          void *base = (void *) (e & ~(uintptr_t) (KP_UNIT_SIZE - 1));
           atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
                                  KP_KIND_DEDICATED, memory_order_relaxed);
           kp_heap_note_alloc (h, n);
           return base;
         }
     }
-  return NULL;
+  return kp_malloc_large (n, 0);
 }
 
-/* malloc's path for N bytes above 4 MiB: the smallest mapping in the
-   thread's own cache that fits, reused whole, with no further search
-   and no atomic read-modify-write; NULL when there is none (the caller
-   goes the long way, kp_malloc_large, which looks in both levels).  */
+/* malloc of N bytes above 4 MiB: the smallest mapping in the thread's
+   own cache that fits, reused whole, with no further search and no
+   atomic read-modify-write; else the long way, kp_malloc_large, which
+   looks in both levels.  */
 void *
 kp_cache_malloc_mapping (size_t n)
 {
   kp_heap_t *h = kp_tc.heap;
   size_t page = kp_os_page_size ();
   if (!kp_heap_live (h) || n > KP_REGION_SIZE - 2 * page)
-    return NULL;
+    return kp_malloc_large (n, 0);
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
   unsigned fit = kp_l1_fit (h, true, need, NULL);
   if (fit == KP_L1_SLOTS)
-    return NULL;
+    return kp_malloc_large (n, 0);
   uintptr_t e = kp_l1_take (h, fit);
   kp_heap_note_alloc (h, n);
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }
 
-/* Free P, the block of dedicated chunk C (any thread): into the cache,
-   else its units are released.  */
-void
-kp_cache_free_dedicated (kp_chunk_t *c, void *p)
+/* The long way of kp_cache_free_dedicated: C's entry E into the cache,
+   else C's units are released.  */
+static KP_NOINLINE void
+kp_cache_free_chunk (kp_chunk_t *c, uintptr_t e)
 {
-  if (kp_unlikely (p != kp_chunk_data (c)))
-    {
-      kp_report ("invalid free (inside a large block):", p);
-      return;
-    }
-  atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
-  if (kp_cache_put (kp_entry_chunk (c), true))
+  if (kp_cache_put (e, true))
     return;
   atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
   kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
                                                  : KP_PAGES_LAZY_LARGE);
+}
+
+/* Free P, the block of dedicated chunk C, for the thread whose heap is
+   H (kp_tc.heap, live or not): into the cache, else its units are
+   released.  */
+void
+kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p)
+{
+  KP_ASSERT (p == kp_chunk_data (c));
+  atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
+  unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
+  uintptr_t e = (uintptr_t) p | (uintptr_t) units << 1;
+  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  if (kp_likely (kp_heap_live (h))
+      && kp_l1_put_fast (h, e, (size_t) units << KP_UNIT_SHIFT, cap))
+    return;
+  kp_cache_free_chunk (c, e);
 }
 
 kp_chunk_t *
@@ -688,7 +705,12 @@ kp_cache_put_mapping (void *base, size_t map_size)
   if (map_size > KP_ENTRY_MAPPING_MAX
       || ((uintptr_t) base & KP_REGION_MASK) != 0 || (map_size & 4095) != 0)
     return false;
-  return kp_cache_put (kp_entry_mapping (base, map_size), true);
+  uintptr_t e = kp_entry_mapping (base, map_size);
+  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (kp_heap_live (h)) && kp_l1_put_fast (h, e, map_size, cap))
+    return true;
+  return kp_cache_put (e, true);
 }
 
 bool

@@ -253,7 +253,10 @@ kp_free_remote (kp_chunk_t *c, void *p)
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
-      kp_cache_free_dedicated (c, p);
+      if (kp_unlikely (p != kp_chunk_data (c)))
+        kp_report ("invalid free (inside a large block):", p);
+      else
+        kp_cache_free_dedicated (kp_tc.heap, c, p);
       return;
     }
   if (kp_unlikely (kind != KP_KIND_SMALL))

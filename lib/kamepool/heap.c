@@ -336,7 +336,9 @@ kp_thread_init (void)
 }
 
 /* malloc's slow path: the thread has no heap yet, or the active chunk
-   of the class ran dry, or N is above the small classes.  */
+   of the class ran dry.  (kp_malloc sends N above the small classes to
+   the cache's short paths, which go to kp_malloc_large themselves; the
+   test below keeps kp_size_class in its table for any other caller.)  */
 void *
 kp_malloc_refill (size_t n)
 {

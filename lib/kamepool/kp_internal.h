@@ -436,12 +436,15 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
+/* malloc of N bytes above the small classes: from the thread's own
+   cache when it has a fit, else the long way (kp_malloc_large).  */
 KP_HIDDEN void *kp_cache_malloc_dedicated (size_t n);
 KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
 /* The cached mapping at BASE (GOT bytes) made the block of a live
    mapping of N bytes; the block.  */
 KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
-KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p);
+/* Free P, the block of dedicated chunk C; H is kp_tc.heap.  */
+KP_HIDDEN void kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p);
 /* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
    one cut down to MAP_SIZE (its size in *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
@@ -478,17 +481,29 @@ kp_malloc (size_t n)
         }
     }
   else
-    {
-      void *p = n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
-                                      : kp_cache_malloc_mapping (n);
-      if (p != NULL)
-        return p;
-    }
+    return n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
+                                 : kp_cache_malloc_mapping (n);
   return kp_malloc_refill (n);
 }
 
+/* Push P on the free list of C, a chunk this thread owns.  */
+KP_INLINE void
+kp_free_owned (kp_chunk_t *c, void *p)
+{
+  kp_block_t *b = p;
+  b->next = c->free;
+  c->free = b;
+  /* A full chunk becomes the active one (kp_chunk_unfull); an empty
+     chunk leaves, unless it is the active one: a malloc/free loop must
+     not call out on every free.  */
+  if (kp_unlikely (c->full))
+    kp_chunk_unfull (c);
+  else if (kp_unlikely (--c->used == 0) && !c->active)
+    kp_chunk_retire (c);
+}
+
 /* Free P, a block in a pool region: a plain push when this thread owns
-   its chunk, a remote free otherwise.  */
+   its chunk, the cache for a dedicated chunk, a remote free otherwise.  */
 KP_INLINE void
 kp_free_pool (void *p)
 {
@@ -497,28 +512,31 @@ kp_free_pool (void *p)
      unit's descriptor and a released one have no owner, and only the
      owner writes its own heap there), which is always so for the
      one-unit chunks of the classes up to 8 KiB.  That saves the load
-     of the back-offset from the free path's chain of dependent loads.  */
+     of the back-offset from the free path's chain of dependent loads.
+     Likewise a dedicated chunk's block starts its first unit, whose
+     descriptor alone has the kind DEDICATED (a continuation unit's is
+     NONE), and it has no owner.  */
   kp_region_t *r = kp_region_of (p);
   unsigned u = (unsigned) (((uintptr_t) p & KP_REGION_MASK) >> KP_UNIT_SHIFT);
   kp_chunk_t *c = &r->desc[u];
   kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
-      || (c = kp_chunk_of (p),
-          atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
+  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
     {
-      kp_block_t *b = p;
-      b->next = c->free;
-      c->free = b;
-      /* A full chunk becomes the active one (kp_chunk_unfull); an
-         empty chunk leaves, unless it is the active one: a malloc/free
-         loop must not call out on every free.  */
-      if (kp_unlikely (c->full))
-        kp_chunk_unfull (c);
-      else if (kp_unlikely (--c->used == 0) && !c->active)
-        kp_chunk_retire (c);
+      kp_free_owned (c, p);
       return;
     }
-  kp_free_remote (c, p);
+  if (((uintptr_t) p & (KP_UNIT_SIZE - 1)) == 0
+      && atomic_load_explicit (&c->kind, memory_order_relaxed)
+         == KP_KIND_DEDICATED)
+    {
+      kp_cache_free_dedicated (h, c, p);
+      return;
+    }
+  c = kp_chunk_of (p);
+  if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+    kp_free_owned (c, p);
+  else
+    kp_free_remote (c, p);
 }
 
 /* free's fast path: one load of the radix map tells a pool block from

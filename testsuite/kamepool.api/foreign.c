@@ -234,6 +234,52 @@ KT_TEST (free_into_a_released_chunk_is_reported_and_ignored)
   expect_invalid_free_report (free_a_released_dedicated_chunk);
 }
 
+/* A free at INSIDE_OFFSET in a live 1 MiB dedicated block is reported,
+   and the block stays live, whole and unchanged.  */
+static size_t inside_offset;
+
+static void
+free_inside_a_dedicated_block (void)
+{
+  size_t size = 1024 * KIB;
+  unsigned char *p = kame_pool_malloc (size);
+  if (p == NULL || kame_pool_malloc_usable_size (p) != size)
+    _exit (2);
+  size_t cached = kt_pool_stats ().cache_bytes;
+  memset (p, 0x5a, size);
+  kame_pool_free (p + inside_offset);
+  if (kame_pool_malloc_usable_size (p) != size)
+    _exit (3);
+  for (size_t i = 0; i < size; i += 4096)
+    if (p[i] != 0x5a)
+      _exit (4);
+  /* Nothing went in the cache: it holds the same bytes, and a new block
+     of the same size is another one.  */
+  if (kt_pool_stats ().cache_bytes != cached)
+    _exit (5);
+  void *q = kame_pool_malloc (size);
+  if (q == NULL || q == p)
+    _exit (5);
+  kame_pool_free (q);
+  kame_pool_free (p);
+  exercise_pool ();
+}
+
+/* At the start of its second unit: a continuation unit, whose
+   descriptor has no kind (the free path's shortcut for a dedicated
+   block's own unit must not take it).  */
+KT_TEST (free_at_a_unit_inside_a_dedicated_block_is_reported_and_ignored)
+{
+  inside_offset = UNIT;
+  expect_invalid_free_report (free_inside_a_dedicated_block);
+}
+
+KT_TEST (free_at_a_page_inside_a_dedicated_block_is_reported_and_ignored)
+{
+  inside_offset = 4 * KIB;
+  expect_invalid_free_report (free_inside_a_dedicated_block);
+}
+
 static void
 free_libc_and_pool_blocks (void)
 {
@@ -262,4 +308,6 @@ KT_MAIN (KT_CASE (free_of_a_libc_pointer_goes_to_libc_free),
          KT_CASE (usable_size_is_zero_for_pointers_not_from_the_pool),
          KT_CASE (invalid_free_into_metadata_is_reported_and_ignored),
          KT_CASE (free_into_a_released_chunk_is_reported_and_ignored),
+         KT_CASE (free_at_a_unit_inside_a_dedicated_block_is_reported_and_ignored),
+         KT_CASE (free_at_a_page_inside_a_dedicated_block_is_reported_and_ignored),
          KT_CASE (valid_frees_print_nothing))

@@ -576,12 +576,22 @@ kp_cache_malloc_mapping (size_t n)
 {
   kp_heap_t *h = kp_tc.heap;
   size_t page = kp_os_page_size ();
-  if (!kp_heap_live (h) || n > KP_REGION_SIZE - 2 * page)
+  if (n > KP_REGION_SIZE - 2 * page)
     return kp_malloc_large (n, 0);
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
-  unsigned fit = kp_l1_fit (h, true, need, NULL);
+  /* An exact fit first, the loop's case, by the entry's low bits alone
+     (its size and flag); as in kp_cache_malloc_dedicated, a sentinel's
+     all-zero first level needs no test.  Else the best fit.  */
+  uintptr_t want = kp_entry_mapping (NULL, need);
+  unsigned fit = 0;
+  while (fit < KP_L1_SLOTS && (h->l1[fit] & KP_REGION_MASK) != want)
+    fit++;
   if (fit == KP_L1_SLOTS)
-    return kp_malloc_large (n, 0);
+    {
+      if (!kp_heap_live (h)
+          || (fit = kp_l1_fit (h, true, need, NULL)) == KP_L1_SLOTS)
+        return kp_malloc_large (n, 0);
+    }
   uintptr_t e = kp_l1_take (h, fit);
   kp_heap_note_alloc (h, n);
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);

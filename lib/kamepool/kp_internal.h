@@ -498,7 +498,7 @@ kp_free_owned (kp_chunk_t *c, void *p)
      not call out on every free.  */
   if (kp_unlikely (c->full))
     kp_chunk_unfull (c);
-  else if (kp_unlikely (--c->used == 0) && !c->active)
+  else if (kp_unlikely ((--c->used | (uint32_t) c->active) == 0))
     kp_chunk_retire (c);
 }
 

@@ -448,16 +448,20 @@ kp_cache_note_alloc (size_t bytes)
 KP_INLINE bool
 kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes, size_t cap)
 {
-  if (h->l1[KP_L1_SLOTS - 1] != 0)
+  if (kp_unlikely (h->l1[KP_L1_SLOTS - 1] != 0))
     return false;
   size_t streak = h->free_streak + bytes;
   size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
-  if (streak > cap || held > cap || held < bytes)
+  if (kp_unlikely (streak > cap || held > cap || held < bytes))
     return false;
+  /* The first free slot; an empty first level, the loop's case, in
+     straight-line code.  */
   unsigned n = 0;
-  while (h->l1[n] != 0)
-    n++;
-  if (n != KP_L1_SLOTS - 1 && h->l1[n + 1] != 0)
+  if (kp_unlikely (h->l1[0] != 0))
+    do
+      n++;
+    while (h->l1[n] != 0);
+  if (kp_unlikely (n != KP_L1_SLOTS - 1 && h->l1[n + 1] != 0))
     return false;
   h->free_streak = streak;
   h->l1[n] = e;

@@ -436,8 +436,9 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
-/* malloc of N bytes above the small classes: from the thread's own
-   cache when it has a fit, else the long way (kp_malloc_large).  */
+/* malloc of N bytes above the small classes, up to 4 MiB (dedicated)
+   or above (mapping): from the thread's own cache when it has a fit,
+   else the long way (kp_malloc_large).  */
 KP_HIDDEN void *kp_cache_malloc_dedicated (size_t n);
 KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
 /* The cached mapping at BASE (GOT bytes) made the block of a live

@@ -76,11 +76,19 @@ static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
    above the flag.  */
 #define KP_ENTRY_MAPPING_MAX ((((size_t) 1 << 24) - 1) << 12)
 
+/* The entry of a chunk of UNITS units whose data starts at BASE.  */
+static inline uintptr_t
+kp_entry_chunk_at (const void *base, unsigned units)
+{
+  return (uintptr_t) base | (uintptr_t) units << 1;
+}
+
 static inline uintptr_t
 kp_entry_chunk (const kp_chunk_t *c)
 {
-  unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
-  return (uintptr_t) kp_chunk_data (c) | (uintptr_t) units << 1;
+  return kp_entry_chunk_at (kp_chunk_data (c),
+                            atomic_load_explicit (&c->units,
+                                                  memory_order_relaxed));
 }
 
 static inline uintptr_t
@@ -442,13 +450,15 @@ kp_cache_note_alloc (size_t bytes)
     kp_heap_note_alloc (h, bytes);
 }
 
-/* The loop's put, with no call: E (BYTES) goes in H's first level
-   when it has a free slot at the end and E fits under CAP and the free
-   streak; false when the caller must take the long way.  */
+/* The loop's put of a freed block, with no call: E (BYTES) goes in the
+   first level of H (kp_tc.heap) when H is live, has a free slot at the
+   end, and E fits under the cap and the free streak; false when the
+   caller must take the long way, kp_cache_put.  */
 KP_INLINE bool
-kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes, size_t cap)
+kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
 {
-  if (kp_unlikely (h->l1[KP_L1_SLOTS - 1] != 0))
+  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  if (kp_unlikely (!kp_heap_live (h) || h->l1[KP_L1_SLOTS - 1] != 0))
     return false;
   size_t streak = h->free_streak + bytes;
   size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
@@ -622,12 +632,9 @@ kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p)
   KP_ASSERT (p == kp_chunk_data (c));
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
-  uintptr_t e = (uintptr_t) p | (uintptr_t) units << 1;
-  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
-  if (kp_likely (kp_heap_live (h))
-      && kp_l1_put_fast (h, e, (size_t) units << KP_UNIT_SHIFT, cap))
-    return;
-  kp_cache_free_chunk (c, e);
+  uintptr_t e = kp_entry_chunk_at (p, units);
+  if (!kp_l1_put_fast (h, e, (size_t) units << KP_UNIT_SHIFT))
+    kp_cache_free_chunk (c, e);
 }
 
 kp_chunk_t *
@@ -720,11 +727,7 @@ kp_cache_put_mapping (void *base, size_t map_size)
       || ((uintptr_t) base & KP_REGION_MASK) != 0 || (map_size & 4095) != 0)
     return false;
   uintptr_t e = kp_entry_mapping (base, map_size);
-  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
-  kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (kp_heap_live (h)) && kp_l1_put_fast (h, e, map_size, cap))
-    return true;
-  return kp_cache_put (e, true);
+  return kp_l1_put_fast (kp_tc.heap, e, map_size) || kp_cache_put (e, true);
 }
 
 bool

@@ -245,18 +245,16 @@ kp_abandoned_collect (kp_chunk_t *c)
     }
 }
 
-/* Free P, a block of small or dedicated chunk C that this thread does
-   not own.  */
+/* Free P, a block of small chunk C that this thread does not own.  A
+   dedicated chunk's block never comes here: kp_free_pool hands it to
+   the cache from its own unit's descriptor, so P is inside one.  */
 void
 kp_free_remote (kp_chunk_t *c, void *p)
 {
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
-      if (kp_unlikely (p != kp_chunk_data (c)))
-        kp_report ("invalid free (inside a large block):", p);
-      else
-        kp_cache_free_dedicated (kp_tc.heap, c, p);
+      kp_report ("invalid free (inside a large block):", p);
       return;
     }
   if (kp_unlikely (kind != KP_KIND_SMALL))

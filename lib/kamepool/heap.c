@@ -335,15 +335,14 @@ kp_thread_init (void)
   return true;
 }
 
-/* malloc's slow path: the thread has no heap yet, or the active chunk
-   of the class ran dry.  (kp_malloc sends N above the small classes to
-   the cache's short paths, which go to kp_malloc_large themselves; the
-   test below keeps kp_size_class in its table for any other caller.)  */
+/* malloc's slow path for N in the small classes: the thread has no
+   heap yet, or the active chunk of the class ran dry.  (kp_malloc sends
+   larger N to the cache's short paths, which go to kp_malloc_large
+   themselves.)  */
 void *
 kp_malloc_refill (size_t n)
 {
-  if (n > KP_SMALL_MAX)
-    return kp_malloc_large (n, 0);
+  KP_ASSERT (n <= KP_SMALL_MAX);
   kp_heap_t *h = kp_tc.heap;
   if (kp_unlikely (!kp_heap_live (h)))
     {

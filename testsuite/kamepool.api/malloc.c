@@ -523,6 +523,28 @@ KT_TEST (a_free_into_a_full_chunk_is_the_next_block_handed_out)
       kame_pool_free (p[i]);
 }
 
+/* A list of 8 KiB blocks freed in the order it was allocated: each
+   free into a full chunk makes that chunk the active one, and the
+   chunk it replaces, which the frees before it emptied, goes back to
+   its region.  Only the last chunk, the active one, stays.  (Before,
+   every such chunk waited on the partial list for the next refill of
+   its class: under redis, the 8 KiB nodes of a list emptied by LPOP
+   left 60 MB of empty chunks behind.)  */
+KT_TEST (a_list_freed_in_order_keeps_only_the_active_chunk)
+{
+  enum { PER_CHUNK = 32, CHUNKS = 8 };  /* 8 KiB blocks, one unit */
+  static void *b[PER_CHUNK * CHUNKS];
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  for (size_t i = 0; i < PER_CHUNK * CHUNKS; i++)
+    KT_CHECK ((b[i] = kame_pool_malloc (8192)) != NULL);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK (s1.chunks_live - s0.chunks_live >= CHUNKS);
+  for (size_t i = 0; i < PER_CHUNK * CHUNKS; i++)
+    kame_pool_free (b[i]);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK (s2.chunks_live <= s0.chunks_live + 1);
+}
+
 KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (every_size_is_16_byte_aligned_with_its_class_usable_size),
          KT_CASE (usable_size_at_every_class_boundary),
@@ -541,4 +563,5 @@ KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (realloc_failure_returns_null_and_keeps_the_block),
          KT_CASE (free_null_does_nothing),
          KT_CASE (freed_blocks_are_reused),
-         KT_CASE (a_free_into_a_full_chunk_is_the_next_block_handed_out))
+         KT_CASE (a_free_into_a_full_chunk_is_the_next_block_handed_out),
+         KT_CASE (a_list_freed_in_order_keeps_only_the_active_chunk))

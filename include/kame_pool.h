@@ -30,7 +30,22 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 2u
+#define KAME_POOL_STATS_VERSION 3u
+/* Rows of kame_pool_stats_t.classes (version 3): at least the number
+   of size classes; NCLASSES says how many are filled.  */
+#define KAME_POOL_STATS_CLASSES 64
+
+/* One size class of the small tier (blocks up to 32 KiB).  */
+typedef struct kame_pool_class_stats
+{
+  size_t block_size;            /* bytes per block of the class */
+  size_t chunks;                /* chunks of the class */
+  size_t live_blocks;           /* blocks allocated and not freed */
+  size_t free_blocks;           /* blocks touched once and free now, with
+                                   the remote frees not yet collected */
+  size_t resident_bytes;        /* pages of the chunks touched and not
+                                   given back */
+} kame_pool_class_stats_t;
 
 /* A statistics snapshot.  The caller sets VERSION to the layout it was
    compiled with; the library fills the fields of that version (and no
@@ -50,6 +65,19 @@ typedef struct kame_pool_stats
   size_t dedicated_chunk_bytes; /* bytes in live dedicated chunks */
   size_t large_alloc_count;     /* live mappings above 4 MiB */
   size_t large_alloc_bytes;     /* their mapped bytes */
+  /* Version 3: where the resident memory goes.  */
+  size_t small_live_bytes;      /* bytes of live blocks up to 32 KiB */
+  size_t small_resident_bytes;  /* resident_bytes over all classes */
+  size_t small_free_bytes;      /* of those, not in a live block */
+  size_t purged_bytes;          /* pages of small chunks given back now */
+  size_t dirty_bytes;           /* free units whose pages stay resident */
+  size_t remote_pending;        /* remote frees not yet collected */
+  size_t abandoned_chunks;      /* chunks of exited threads, not empty */
+  size_t abandoned_bytes;       /* their resident bytes */
+  size_t purge_calls;           /* madvise calls of the decay, ever */
+  size_t purge_pages;           /* pages those calls gave back, ever */
+  size_t nclasses;              /* rows of CLASSES filled */
+  kame_pool_class_stats_t classes[KAME_POOL_STATS_CLASSES];
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

@@ -50,6 +50,10 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   c->active = false;
   c->full = false;
   c->orig_heap = h;
+  for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
+    c->purged[w] = 0;
+  c->idle_since = 0;
+  c->decayed = false;
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
@@ -58,14 +62,69 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   atomic_store_explicit (&c->kind, KP_KIND_SMALL, memory_order_relaxed);
 }
 
+static inline unsigned
+kp_page_shift (void)
+{
+  return (unsigned) __builtin_ctzl (kp_os_page_size ());
+}
+
+static inline bool
+kp_chunk_page_purged (const kp_chunk_t *c, size_t page)
+{
+  return (c->purged[page / 64] >> (page % 64)) & 1;
+}
+
+/* Link again the blocks that start in the lowest page the decay gave
+   back (their link words were lost with the page); true when it
+   linked any.  A page that holds no block start (inside a block
+   larger than a page) is only unmarked.  */
+static bool
+kp_chunk_unpurge (kp_chunk_t *c)
+{
+  unsigned sh = kp_page_shift ();
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  char *data = kp_chunk_data (c);
+  for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
+    while (c->purged[w] != 0)
+      {
+        size_t page = w * 64 + (size_t) __builtin_ctzll (c->purged[w]);
+        c->purged[w] &= c->purged[w] - 1;
+        size_t lo = page << sh, hi = lo + ((size_t) 1 << sh);
+        size_t i = (lo + size - 1) / size;
+        if (i * size >= hi)
+          continue;
+        /* Link the page's blocks in address order, the last one first,
+           and publish the head last (a fork from a signal handler).  */
+        size_t last = (hi - 1) / size;
+        kp_block_t *head = c->free;
+        for (size_t j = last + 1; j-- > i;)
+          {
+            kp_block_t *b = (kp_block_t *) (data + j * size);
+            b->next = head;
+            head = b;
+          }
+        /* Pages inside the last block, with no start of their own,
+           hold no purged block any more.  */
+        size_t end = (last + 1) * size;
+        for (size_t q = page + 1; (q << sh) < end; q++)
+          if (((q << sh) + size - 1) / size * size >= (q + 1) << sh)
+            c->purged[q / 64] &= ~((uint64_t) 1 << (q % 64));
+        c->free = head;
+        return true;
+      }
+  return false;
+}
+
 /* Carve about a page of never-used blocks onto the free list, so that
-   pages are touched only when they are about to be used.  */
+   pages are touched only when they are about to be used; once the
+   chunk is carved to its end, link the blocks of a page the decay gave
+   back.  */
 bool
 kp_chunk_carve (kp_chunk_t *c)
 {
   char *p = c->bump;
   if (p >= c->limit)
-    return false;
+    return kp_chunk_unpurge (c);
   size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   size_t n = KP_PAGE / size;
   if (n == 0)
@@ -112,13 +171,146 @@ kp_chunk_collect (kp_chunk_t *c)
   c->free = head;
   KP_ASSERT (c->used >= n);
   c->used -= n;
+  kp_remote_count (kp_tc.heap, true,
+                   atomic_load_explicit (&c->cls, memory_order_relaxed), n);
   return n;
 }
 
-static inline bool
+/* Remote frees pushed and collected by threads with no heap (before
+   their first malloc, or after their exit), per class: few, so a
+   read-modify-write each.  Relaxed: statistics.  */
+static _Atomic (size_t) kp_remote_out_nobody[KP_NCLASS];
+static _Atomic (size_t) kp_remote_in_nobody[KP_NCLASS];
+
+/* Count N blocks of class CLS freed into another thread's chunk (IN
+   false) or collected from a chunk's remote list (IN true) by the
+   calling thread, whose heap is H.  */
+void
+kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n)
+{
+  if (kp_likely (kp_heap_live (h)))
+    {
+      _Atomic (size_t) *ctr = in ? &h->remote_in[cls] : &h->remote_out[cls];
+      atomic_store_explicit (ctr, atomic_load_explicit
+                             (ctr, memory_order_relaxed) + n,
+                             memory_order_relaxed);
+    }
+  else
+    atomic_fetch_add_explicit (in ? &kp_remote_in_nobody[cls]
+                               : &kp_remote_out_nobody[cls], n,
+                               memory_order_relaxed);
+}
+
+/* Blocks of class CLS freed remotely and not yet collected, over all
+   threads (exact when no other thread allocates or frees).  */
+size_t
+kp_remote_pending (unsigned cls)
+{
+  size_t out = atomic_load_explicit (&kp_remote_out_nobody[cls],
+                                     memory_order_relaxed);
+  size_t in = atomic_load_explicit (&kp_remote_in_nobody[cls],
+                                    memory_order_relaxed);
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      out += atomic_load_explicit (&h->remote_out[cls], memory_order_relaxed);
+      in += atomic_load_explicit (&h->remote_in[cls], memory_order_relaxed);
+    }
+  return out - in;
+}
+
+bool
 kp_chunk_has_space (const kp_chunk_t *c)
 {
-  return c->free != NULL || c->bump < c->limit;
+  if (c->free != NULL || c->bump < c->limit)
+    return true;
+  for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
+    if (c->purged[w] != 0)
+      return true;
+  return false;
+}
+
+/* The largest chunk of the small classes, in blocks: 4 units of the
+   class of 4 units with the smallest blocks (8 KiB + 1 and up).  The
+   free-block map of kp_chunk_purge has one bit per block.  */
+#define KP_PURGE_MAX_BLOCKS (KP_UNIT_SIZE / 16)
+
+/* The decay: give back to the kernel every page below C's bump pointer
+   that no live block touches, and take the blocks that start in those
+   pages off the free list (kp_chunk_carve links them again when the
+   chunk needs them).  C is owned by the calling thread and not active;
+   its remote frees are collected first.  The number of pages given
+   back; the madvise calls it made (one per run of pages) are added to
+   *CALLS.  */
+size_t
+kp_chunk_purge (kp_chunk_t *c, size_t *calls)
+{
+  kp_chunk_collect (c);
+  unsigned sh = kp_page_shift ();
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  char *data = kp_chunk_data (c);
+  size_t carved = (size_t) (c->bump - data) / size;
+  size_t npages = (size_t) (c->bump - data) >> sh;
+  if (npages == 0 || carved - c->used < ((size_t) 1 << sh) / size + 1
+      || npages > KP_PURGE_WORDS * 64 || carved > KP_PURGE_MAX_BLOCKS)
+    return 0;
+  uint64_t freemap[KP_PURGE_MAX_BLOCKS / 64];
+  size_t words = (carved + 63) / 64;
+  for (size_t i = 0; i < words; i++)
+    freemap[i] = 0;
+  for (kp_block_t *b = c->free; b != NULL; b = b->next)
+    {
+      size_t i = (size_t) ((char *) b - data) / size;
+      freemap[i / 64] |= (uint64_t) 1 << (i % 64);
+    }
+  /* A page is busy when a live block overlaps it.  A block that starts
+     in a page given back earlier is free, off the list.  */
+  uint64_t busy[KP_PURGE_WORDS] = { 0 };
+  for (size_t i = 0; i < carved; i++)
+    {
+      size_t start = i * size;
+      if (((freemap[i / 64] >> (i % 64)) & 1)
+          || kp_chunk_page_purged (c, start >> sh))
+        continue;
+      for (size_t q = start >> sh; q <= (start + size - 1) >> sh; q++)
+        busy[q / 64] |= (uint64_t) 1 << (q % 64);
+    }
+  size_t given = 0;
+  size_t run = 0, runlen = 0;
+  for (size_t q = 0; q <= npages; q++)
+    {
+      bool take = q < npages
+                  && !((busy[q / 64] >> (q % 64)) & 1)
+                  && !kp_chunk_page_purged (c, q);
+      if (take)
+        {
+          if (runlen++ == 0)
+            run = q;
+          continue;
+        }
+      if (runlen == 0)
+        continue;
+      kp_os_discard (data + (run << sh), runlen << sh);
+      ++*calls;
+      for (size_t r = run; r < run + runlen; r++)
+        c->purged[r / 64] |= (uint64_t) 1 << (r % 64);
+      given += runlen;
+      runlen = 0;
+    }
+  if (given == 0)
+    return 0;
+  /* The free list again, in address order, without the blocks that
+     start in a page given back.  */
+  kp_block_t *head = NULL;
+  for (size_t i = carved; i-- > 0;)
+    if (((freemap[i / 64] >> (i % 64)) & 1)
+        && !kp_chunk_page_purged (c, (i * size) >> sh))
+      {
+        kp_block_t *b = (kp_block_t *) (data + i * size);
+        b->next = head;
+        head = b;
+      }
+  c->free = head;
+  return given;
 }
 
 static void
@@ -269,6 +461,14 @@ kp_free_remote (kp_chunk_t *c, void *p)
       kp_report ("invalid free (not the start of a block):", p);
       return;
     }
+  /* A thread that frees before it ever allocated gets its heap now:
+     its frees are then counted in it without a read-modify-write, and
+     it can foster the chunks it takes over.  */
+  if (kp_unlikely (kp_tc.heap == &kp_heap_none))
+    kp_thread_init ();
+  /* The class before the push: once the block is on the list, the
+     owner may release the chunk and anyone claim it again.  */
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
   kp_block_t *b = p;
   uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
   do
@@ -277,6 +477,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
                                                  (uintptr_t) b | KP_TF_OWNED,
                                                  memory_order_acq_rel,
                                                  memory_order_relaxed));
+  kp_remote_count (kp_tc.heap, false, cls, 1);
   if (old & KP_TF_OWNED)
     return;                     /* the owner will collect; never touch c again */
   kp_abandoned_collect (c);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "kp_internal.h"
 
@@ -131,9 +132,19 @@ kp_chunk_cls (const kp_chunk_t *c)
   return atomic_load_explicit (&c->cls, memory_order_relaxed);
 }
 
+/* C joins a partial list of H: from now on it is idle, and the decay
+   may give back its free pages once it has been idle for the delay.  */
+static inline void
+kp_chunk_idle (kp_heap_t *h, kp_chunk_t *c)
+{
+  c->idle_since = h->decay_now;
+  c->decayed = false;
+}
+
 void
 kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
 {
+  kp_chunk_idle (h, c);
   kp_clist_push (&h->partial[kp_chunk_cls (c)], c);
 }
 
@@ -205,13 +216,20 @@ kp_chunk_unfull (kp_chunk_t *c)
       a->active = false;
       if (a->used == 0)
         kp_chunk_release (a, KP_PAGES_LAZY);
-      else if (a->free != NULL || a->bump < a->limit)
-        kp_clist_push_head (&h->partial[cls], a);
+      else if (kp_chunk_has_space (a))
+        {
+          kp_chunk_idle (h, a);
+          kp_clist_push_head (&h->partial[cls], a);
+        }
       else
         kp_full_push (h, a);
     }
   kp_tc.active[cls] = c;
   c->active = true;
+  /* A ring of blocks can free into full chunks on every step: read the
+     clock only every 32nd time.  */
+  if ((++h->decay_ticks & 31) == 0)
+    kp_heap_decay (h);
 }
 
 /* Collect the remote frees of H's full chunks of class CLS: those that
@@ -223,9 +241,9 @@ kp_chunk_unfull (kp_chunk_t *c)
    whose blocks another thread frees (a producer) would never see those
    frees and would claim chunk after chunk.  */
 static void
-kp_full_sweep (kp_heap_t *h, unsigned cls)
+kp_full_sweep (kp_heap_t *h, unsigned cls, bool force)
 {
-  if (h->full_new[cls] < 1 + (h->full_count[cls] >> 3))
+  if (!force && h->full_new[cls] < 1 + (h->full_count[cls] >> 3))
     return;
   h->full_new[cls] = 0;
   kp_chunk_t *next;
@@ -261,6 +279,104 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
           kp_chunk_release (c, KP_PAGES_LAZY);
         }
     }
+}
+
+/* ---- The decay ---------------------------------------------------------
+
+   A chunk that waits on a partial list holds resident pages of free
+   blocks.  Once it has waited there for the delay (KAME_POOL_DECAY_MS,
+   100 ms by default) without being taken back into use, a pass of its
+   owner gives back the pages that no live block touches
+   (kp_chunk_purge).  The passes run on the owner's slow paths (a
+   refill, a free into a full chunk), at most twice per delay, and
+   also collect the remote frees of every partial and full chunk and
+   release the chunks that are empty.  A chunk is purged at most once
+   per stay on a partial list, so a steady workload, whose chunks go
+   back into use well within the delay, never pays for a purge.  */
+
+_Atomic (int) kp_decay_ms = 100;
+
+static inline uint32_t
+kp_clock_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint32_t) ts.tv_sec * 1000u + (uint32_t) (ts.tv_nsec / 1000000);
+}
+
+/* The active chunk of class CLS of H goes to the partial list when it
+   has not changed since the last pass: the class went unused for half
+   the delay at least, and its chunk may decay like any other.  */
+static void
+kp_heap_decay_active (kp_heap_t *h, unsigned cls)
+{
+  kp_chunk_t *a = kp_tc.active[cls];
+  if (a == &kp_empty_chunk)
+    return;
+  uintptr_t seen = (uintptr_t) a ^ (uintptr_t) a->free
+                   ^ ((uintptr_t) a->used << 40);
+  if (h->decay_seen[cls] != seen)
+    {
+      h->decay_seen[cls] = seen;
+      return;
+    }
+  h->decay_seen[cls] = 0;
+  kp_tc.active[cls] = &kp_empty_chunk;
+  a->active = false;
+  kp_chunk_collect (a);
+  if (a->used == 0)
+    kp_chunk_release (a, KP_PAGES_LAZY);
+  else if (kp_chunk_has_space (a))
+    kp_partial_push (h, a);
+  else
+    kp_full_push (h, a);
+}
+
+/* One decay pass over H's lists, at time NOW with delay DELAY.  */
+static void
+kp_heap_decay_pass (kp_heap_t *h, uint32_t now, uint32_t delay)
+{
+  size_t calls = 0, pages = 0;
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    {
+      kp_heap_decay_active (h, cls);
+      if (h->full[cls].head != NULL)
+        kp_full_sweep (h, cls, true);
+      if (h->partial[cls].head == NULL)
+        continue;
+      kp_partial_sweep (h, cls);
+      for (kp_chunk_t *c = h->partial[cls].head; c != NULL; c = c->next)
+        if (!c->decayed && now - c->idle_since >= delay)
+          {
+            pages += kp_chunk_purge (c, &calls);
+            c->decayed = true;
+          }
+    }
+  if (calls != 0)
+    {
+      atomic_store_explicit (&h->purge_calls, atomic_load_explicit
+                             (&h->purge_calls, memory_order_relaxed) + calls,
+                             memory_order_relaxed);
+      atomic_store_explicit (&h->purge_pages, atomic_load_explicit
+                             (&h->purge_pages, memory_order_relaxed) + pages,
+                             memory_order_relaxed);
+    }
+}
+
+/* Called on H's slow paths: read the clock, and run a pass when half
+   the delay has gone by since the last one.  */
+void
+kp_heap_decay (kp_heap_t *h)
+{
+  int delay = atomic_load_explicit (&kp_decay_ms, memory_order_relaxed);
+  if (delay < 0)
+    return;
+  uint32_t now = kp_clock_ms ();
+  h->decay_now = now;
+  if (now - h->decay_last < (uint32_t) delay / 2)
+    return;
+  h->decay_last = now;
+  kp_heap_decay_pass (h, now, (uint32_t) delay);
 }
 
 /* Hand over or release chunk C of an exiting thread.  */
@@ -312,6 +428,8 @@ kp_thread_exit (void *arg)
     }
   kp_cache_thread_exit (h);
   h->free_streak = h->streak_seen = 0;
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    h->decay_seen[cls] = 0;
   kp_tc.heap = &kp_heap_dead;
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
 }
@@ -334,6 +452,7 @@ kp_thread_init (void)
   if (h == NULL)
     return false;
   kp_tc.heap = h;
+  h->decay_now = h->decay_last = kp_clock_ms ();
   int saved = errno;
   pthread_setspecific (kp_thread_key, h);
   errno = saved;
@@ -365,6 +484,7 @@ kp_malloc_refill (size_t n)
       c->active = false;
       kp_full_push (h, c);
     }
+  kp_heap_decay (h);
   kp_partial_sweep (h, cls);
   for (int pass = 0; pass < 2; pass++)
     {
@@ -375,7 +495,7 @@ kp_malloc_refill (size_t n)
           kp_full_push (h, c);
         }
       if (pass == 0)
-        kp_full_sweep (h, cls);
+        kp_full_sweep (h, cls, false);
     }
   c = kp_chunk_adopt (h, cls);
   if (c == NULL)

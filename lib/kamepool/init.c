@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "kp_internal.h"
 
@@ -144,6 +145,28 @@ kp_print_stats (void)
             kp_thp_policy_now () == KAME_THP_ALWAYS ? "on"
             : kp_thp_policy_now () == KAME_THP_NEVER ? "never" : "off");
   kp_os_write_stderr (buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: small blocks: %zu KiB live in %zu KiB resident "
+            "(%zu KiB free); given back by the decay: %zu KiB now, "
+            "%zu pages in %zu calls ever; free units resident %zu KiB; "
+            "remote frees pending %zu; abandoned %zu chunks (%zu KiB)\n",
+            s.small_live_bytes >> 10, s.small_resident_bytes >> 10,
+            s.small_free_bytes >> 10, s.purged_bytes >> 10, s.purge_pages,
+            s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
+            s.abandoned_chunks, s.abandoned_bytes >> 10);
+  kp_os_write_stderr (buf);
+  kp_os_write_stderr ("kamepool: class  size  chunks  live-blocks  "
+                      "free-blocks  resident-KiB\n");
+  for (size_t i = 0; i < s.nclasses; i++)
+    {
+      const kame_pool_class_stats_t *k = &s.classes[i];
+      if (k->chunks == 0)
+        continue;
+      snprintf (buf, sizeof buf, "kamepool: %5zu %5zu %7zu %12zu %12zu %13zu\n",
+                i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
+                k->resident_bytes >> 10);
+      kp_os_write_stderr (buf);
+    }
   errno = saved;
 }
 
@@ -155,6 +178,33 @@ kp_at_exit (void)
   if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
       || kp_os_env_flag ("KAME_POOL_STATS", false))
     kp_print_stats ();
+}
+
+/* KAME_POOL_DECAY_MS: the decay's delay in milliseconds, 0 to 3600000;
+   "off" (or "never") disables it.  Anything else keeps the default and
+   is reported.  strtol does not allocate.  */
+static void
+kp_decay_init (void)
+{
+  const char *v = getenv ("KAME_POOL_DECAY_MS");
+  if (v == NULL || *v == '\0')
+    return;
+  if (strcasecmp (v, "off") == 0 || strcasecmp (v, "never") == 0)
+    {
+      atomic_store_explicit (&kp_decay_ms, -1, memory_order_relaxed);
+      return;
+    }
+  char *end;
+  errno = 0;
+  long ms = strtol (v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || ms < 0 || ms > 3600000)
+    {
+      kp_os_write_stderr ("kamepool: KAME_POOL_DECAY_MS must be a number of "
+                          "milliseconds from 0 to 3600000, or off; "
+                          "keeping the default\n");
+      return;
+    }
+  atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
 }
 
 /* Initialise the process once.  False when initialisation is under
@@ -180,6 +230,7 @@ kp_process_init (void)
                          memory_order_relaxed);
   /* Only ever switches it on: a program that set the policy before its
      first allocation keeps its choice.  */
+  kp_decay_init ();
   if (kp_os_env_flag ("KAME_POOL_STRICT_CAP", false))
     atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
   bool ok = kp_heap_process_init ();

@@ -36,7 +36,10 @@
      desc.owner             relaxed: a thread only ever compares it with
                             its own heap, which it wrote itself.
      region list, radix     release on publish, acquire on walk.
-     counters, hints        relaxed, approximate by design.  */
+     counters, hints        relaxed, approximate by design.
+     owner-private fields   plain; kame_pool_get_stats reads used, bump
+                            and purged with relaxed atomic loads, a
+                            deliberate racy snapshot (stats.c).  */
 
 #ifndef KP_INTERNAL_H
 #define KP_INTERNAL_H 1
@@ -81,6 +84,9 @@
 #define KP_LUT_SIZE ((KP_SMALL_MAX >> 4) + 1)
 #define KP_PAGE 4096                            /* metadata page granularity */
 #define KP_MIN_ALIGN 16
+/* Pages per small chunk the decay can give back: 4 units of 4 KiB
+   pages (chunk.c; a larger page size needs fewer bits).  */
+#define KP_PURGE_WORDS 4
 
 /* ---- Assertions (never call malloc: they write(2) and abort) ---------- */
 
@@ -147,6 +153,13 @@ typedef struct kp_chunk
      read relaxed by any freer, who only compares it with its own heap.  */
   _Atomic (kp_heap_t *) owner;
   kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
+  /* The decay (chunk.c, kp_chunk_purge): pages below BUMP given back to
+     the kernel, one bit per page; every block that starts in such a
+     page is free and off the free list until kp_chunk_carve links it
+     again.  Owner-private; the statistics walk reads it racily.  */
+  uint64_t purged[KP_PURGE_WORDS];
+  uint32_t idle_since;          /* decay clock when it joined a partial list */
+  bool decayed;                 /* purged since it joined that list */
 
   /* Line 1: the remote-free word, and the fields fixed while claimed.  */
   /* Remote frees push here (CAS acq_rel); the owner collects with an
@@ -232,6 +245,20 @@ struct kp_heap
      large_allocated when it last looked (cache.c, the free streak).  */
   _Atomic (size_t) large_allocated;
   size_t free_streak, streak_seen;
+  /* Statistics, written by the owner with relaxed stores (never a
+     read-modify-write), summed relaxed by kame_pool_get_stats: blocks
+     this thread freed into chunks of other threads, and blocks it
+     collected from its own chunks' remote lists, per class (their
+     difference over all heaps is what waits to be collected); the
+     decay's madvise calls and the pages they gave back.  */
+  _Atomic (size_t) remote_out[KP_NCLASS], remote_in[KP_NCLASS];
+  _Atomic (size_t) purge_calls, purge_pages;
+  /* The decay (heap.c): the coarse clock at the last pass, in ms.
+     Owner-only.  */
+  uint32_t decay_now, decay_last, decay_ticks;
+  /* What each class's active chunk looked like at the last pass: the
+     same at the next one means the class went unused in between.  */
+  uintptr_t decay_seen[KP_NCLASS];
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -374,6 +401,10 @@ KP_HIDDEN void kp_numa_bind (void *p, size_t len, unsigned node);
 
 KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
+KP_HIDDEN bool kp_chunk_has_space (const kp_chunk_t *c);
+KP_HIDDEN size_t kp_chunk_purge (kp_chunk_t *c, size_t *calls);
+KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
+KP_HIDDEN size_t kp_remote_pending (unsigned cls);
 KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
 KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
@@ -388,8 +419,12 @@ KP_HIDDEN bool kp_heap_process_init (void);
 KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
+KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN bool kp_thread_init (void);
 KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
+/* The decay's delay in ms (KAME_POOL_DECAY_MS; -1: never).  Set once
+   at process start, read relaxed.  */
+KP_HIDDEN extern _Atomic (int) kp_decay_ms;
 KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 
 /* ---- Process init, libc fallback (init.c) ------------------------------ */

@@ -11,7 +11,95 @@
 
 #include <config.h>
 
+#include <string.h>
+
 #include "kp_internal.h"
+
+_Static_assert (KAME_POOL_STATS_CLASSES >= KP_NCLASS,
+                "a row of kame_pool_stats_t.classes for every class");
+
+/* The version 3 fields.  The owner-private fields of the descriptors
+   (used, bump, purged) are read without synchronisation, through
+   relaxed atomic loads of plain objects: while other threads allocate
+   the figures are a close approximation, and ThreadSanitizer is told
+   not to instrument this reader, whose races are deliberate.  With no
+   other thread allocating they are exact.  */
+__attribute__ ((__no_sanitize__ ("thread")))
+static void
+kp_stats_small (kame_pool_stats_t *s)
+{
+  size_t page = kp_os_page_size ();
+  kame_pool_class_stats_t *k = s->classes;
+  memset (k, 0, sizeof s->classes);
+  size_t used[KP_NCLASS] = { 0 };
+  size_t abandoned = 0, abandoned_bytes = 0, purged = 0;
+  for (kp_region_t *r = kp_region_first (); r != NULL;
+       r = atomic_load_explicit (&r->next, memory_order_acquire))
+    for (unsigned u = 1; u < KP_UNITS; u++)
+      {
+        kp_chunk_t *c = &r->desc[u];
+        if (atomic_load_explicit (&c->kind, memory_order_relaxed)
+            != KP_KIND_SMALL)
+          continue;
+        unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+        size_t size = atomic_load_explicit (&c->block_size,
+                                            memory_order_relaxed);
+        if (cls >= KP_NCLASS || size == 0)
+          continue;             /* being claimed right now */
+        char *data = kp_chunk_data (c);
+        char *bump = __atomic_load_n (&c->bump, __ATOMIC_RELAXED);
+        size_t carved_bytes = bump > data ? (size_t) (bump - data) : 0;
+        size_t n_used = __atomic_load_n (&c->used, __ATOMIC_RELAXED);
+        size_t carved = carved_bytes / size;
+        size_t pages = (carved_bytes + page - 1) / page;
+        size_t gone = 0;
+        for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
+          gone += (size_t) __builtin_popcountll
+            (__atomic_load_n (&c->purged[w], __ATOMIC_RELAXED));
+        /* The pages below the bump pointer, less those given back.  */
+        size_t resident = (pages > gone ? pages - gone : 0) * page;
+        k[cls].chunks++;
+        used[cls] += n_used;
+        k[cls].free_blocks += carved > n_used ? carved - n_used : 0;
+        k[cls].resident_bytes += resident;
+        purged += gone * page;
+        if (atomic_load_explicit (&c->owner, memory_order_relaxed) == NULL
+            && !(atomic_load_explicit (&c->xthread_free, memory_order_relaxed)
+                 & KP_TF_OWNED))
+          {
+            abandoned++;
+            abandoned_bytes += resident;
+          }
+      }
+  s->small_live_bytes = s->small_resident_bytes = s->remote_pending = 0;
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    {
+      size_t pending = kp_remote_pending (cls);
+      if (pending > used[cls])
+        pending = used[cls];    /* counted while a free was under way */
+      k[cls].block_size = kp_class_size[cls];
+      k[cls].live_blocks = used[cls] - pending;
+      k[cls].free_blocks += pending;
+      s->remote_pending += pending;
+      s->small_live_bytes += k[cls].live_blocks * kp_class_size[cls];
+      s->small_resident_bytes += k[cls].resident_bytes;
+    }
+  s->small_free_bytes = s->small_resident_bytes > s->small_live_bytes
+                        ? s->small_resident_bytes - s->small_live_bytes : 0;
+  s->purged_bytes = purged;
+  s->dirty_bytes = kp_dirty_units () * KP_UNIT_SIZE;
+  s->abandoned_chunks = abandoned;
+  s->abandoned_bytes = abandoned_bytes;
+  s->purge_calls = s->purge_pages = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      s->purge_calls += atomic_load_explicit (&h->purge_calls,
+                                              memory_order_relaxed);
+      s->purge_pages += atomic_load_explicit (&h->purge_pages,
+                                              memory_order_relaxed);
+    }
+  s->nclasses = KP_NCLASS;
+}
 
 void
 kame_pool_get_stats (kame_pool_stats_t *s)
@@ -60,4 +148,7 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->cache_bytes = kp_cache_bytes ();
   s->dedicated_chunk_bytes = dedicated;
   kp_large_stats (&s->large_alloc_count, &s->large_alloc_bytes);
+  if (want < 3)
+    return;
+  kp_stats_small (s);
 }

@@ -8,6 +8,7 @@
    version 2.1 or later; see COPYING.  */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "kame_pool.h"
@@ -36,7 +37,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
       s.version = v;
       kame_pool_get_stats (&s);
       KT_CHECK_EQ (s.version, v);
-      KT_CHECK_EQ (s.version_supported, 2);
+      KT_CHECK_EQ (s.version_supported, 3);
       if (v == 0)
         {
           KT_CHECK_EQ (s.regions_populated, UNTOUCHED);
@@ -67,6 +68,23 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK (s.dedicated_chunk_bytes <= s.units_live * UNIT);
           KT_CHECK_EQ (s.large_alloc_count, 0);
           KT_CHECK_EQ (s.large_alloc_bytes, 0);
+        }
+      if (v < 3)
+        {
+          KT_CHECK_EQ (s.small_live_bytes, UNTOUCHED);
+          KT_CHECK_EQ (s.purge_calls, UNTOUCHED);
+          KT_CHECK_EQ (s.nclasses, UNTOUCHED);
+          KT_CHECK_EQ (s.classes[0].block_size, UNTOUCHED);
+        }
+      else
+        {
+          KT_CHECK_EQ (s.nclasses, 50);
+          KT_CHECK_EQ (s.classes[0].block_size, 16);
+          KT_CHECK_EQ (s.classes[49].block_size, 32768);
+          KT_CHECK_EQ (s.classes[50].block_size, 0);
+          KT_CHECK (s.small_live_bytes >= 64);
+          KT_CHECK_EQ (s.small_free_bytes,
+                       s.small_resident_bytes - s.small_live_bytes);
         }
     }
   kame_pool_free (p);
@@ -287,6 +305,147 @@ KT_TEST (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1)
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
 }
 
+/* ---- Version 3: where the memory goes -------------------------------- */
+
+static size_t
+kt_class_index (const kame_pool_stats_t *s, size_t size)
+{
+  for (size_t i = 0; i < s->nclasses; i++)
+    if (s->classes[i].block_size == size)
+      return i;
+  return SIZE_MAX;
+}
+
+#define BD_SIZE ((size_t) 3584)  /* one block per page-sized carve */
+#define BD_N 60                 /* of 73 in a one-unit chunk */
+static char *bd_blk[BD_N];
+static pthread_barrier_t bd_bar;
+
+static void *
+kt_breakdown_owner (void *arg)
+{
+  (void) arg;
+  for (size_t i = 0; i < BD_N; i++)
+    bd_blk[i] = kame_pool_malloc (BD_SIZE);
+  pthread_barrier_wait (&bd_bar);       /* 1: allocated */
+  pthread_barrier_wait (&bd_bar);       /* 2: 10 freed remotely */
+  for (size_t i = 10; i < 30; i++)
+    kame_pool_free (bd_blk[i]);
+  pthread_barrier_wait (&bd_bar);       /* 3: 20 freed by the owner */
+  pthread_barrier_wait (&bd_bar);       /* 4: exit */
+  return NULL;
+}
+
+/* A class's row and the totals step by exactly what the test does: a
+   thread allocates 60 blocks of 3584 B (one chunk, 53 pages carved),
+   another thread frees 10 (remote, not yet collected), the owner frees
+   20, the owner exits (its chunk is abandoned with 30 live blocks, the
+   remote frees collected), the other thread frees the rest (it takes
+   the chunk over, and the last free releases it).  */
+KT_TEST (stats_break_down_a_class_exactly)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_class_index (&s0, BD_SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK_EQ (s0.classes[k].chunks, 0);
+  const size_t resident = (BD_N * BD_SIZE + PAGE - 1) / PAGE * PAGE;
+  KT_CHECK (pthread_barrier_init (&bd_bar, NULL, 2) == 0);
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, kt_breakdown_owner, NULL) == 0);
+  pthread_barrier_wait (&bd_bar);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, 1);
+  KT_CHECK_EQ (s1.classes[k].live_blocks, BD_N);
+  KT_CHECK_EQ (s1.classes[k].free_blocks, 0);
+  KT_CHECK_EQ (s1.classes[k].resident_bytes, resident);
+  /* The totals are the sums of the rows (pthread_create allocated in
+     other classes meanwhile).  */
+  size_t live = 0, res = 0;
+  for (size_t i = 0; i < s1.nclasses; i++)
+    {
+      live += s1.classes[i].live_blocks * s1.classes[i].block_size;
+      res += s1.classes[i].resident_bytes;
+    }
+  KT_CHECK_EQ (s1.small_live_bytes, live);
+  KT_CHECK_EQ (s1.small_resident_bytes, res);
+  KT_CHECK_EQ (s1.small_free_bytes, res - live);
+
+  for (size_t i = 0; i < 10; i++)
+    kame_pool_free (bd_blk[i]);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.classes[k].live_blocks, BD_N - 10);
+  KT_CHECK_EQ (s2.classes[k].free_blocks, 10);
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, 10);
+  KT_CHECK_EQ (s2.small_free_bytes - s1.small_free_bytes, 10 * BD_SIZE);
+  pthread_barrier_wait (&bd_bar);
+  pthread_barrier_wait (&bd_bar);
+
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.classes[k].live_blocks, 30);
+  KT_CHECK_EQ (s3.classes[k].free_blocks, 30);
+  KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, 10);
+  KT_CHECK_EQ (s3.classes[k].resident_bytes, resident);
+  pthread_barrier_wait (&bd_bar);
+  KT_CHECK (pthread_join (t, NULL) == 0);
+
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.classes[k].chunks, 1);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, 30);
+  KT_CHECK_EQ (s4.classes[k].free_blocks, 30);
+  KT_CHECK_EQ (s4.remote_pending, s1.remote_pending);
+  KT_CHECK_EQ (s4.abandoned_chunks - s0.abandoned_chunks, 1);
+  KT_CHECK_EQ (s4.abandoned_bytes - s0.abandoned_bytes, resident);
+
+  for (size_t i = 30; i < BD_N; i++)
+    kame_pool_free (bd_blk[i]);
+  kame_pool_stats_t s5 = kt_pool_stats ();
+  KT_CHECK_EQ (s5.classes[k].chunks, 0);
+  KT_CHECK_EQ (s5.classes[k].live_blocks, 0);
+  KT_CHECK_EQ (s5.classes[k].resident_bytes, 0);
+  KT_CHECK_EQ (s5.abandoned_chunks, s0.abandoned_chunks);
+  pthread_barrier_destroy (&bd_bar);
+}
+
+/* The decay leaves a steady workload alone: a live set whose scattered
+   half is freed and allocated again, round after round, has its chunks
+   back in use well within the delay (100 ms by default), so they are
+   never purged while it runs.  With KAME_POOL_DECAY_MS=0 the same loop
+   purges hundreds of times.  */
+KT_TEST (the_decay_leaves_a_steady_workload_alone)
+{
+  enum { N = 4096, ROUNDS = 200 };
+  static char *b[N];
+  uint32_t x = 777;
+  for (size_t i = 0; i < N; i++)
+    {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      b[i] = kame_pool_malloc (64 + x % 1985);
+      KT_CHECK (b[i] != NULL);
+      memset (b[i], 1, 64);
+    }
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  for (int r = 0; r < ROUNDS; r++)
+    {
+      for (size_t i = r & 1; i < N; i += 2)
+        kame_pool_free (b[i]);
+      for (size_t i = r & 1; i < N; i += 2)
+        {
+          x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+          b[i] = kame_pool_malloc (64 + x % 1985);
+          KT_CHECK (b[i] != NULL);
+          memset (b[i], 1, 64);
+        }
+    }
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  /* At most one purge per chunk, even if this machine stalled the loop
+     for longer than the delay.  */
+  if (s1.purge_calls - s0.purge_calls > s1.chunks_live)
+    KT_FAILF ("%zu purges in %d rounds over %zu chunks",
+              s1.purge_calls - s0.purge_calls, ROUNDS, s1.chunks_live);
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (b[i]);
+}
+
 KT_MAIN (KT_CASE (stats_fill_only_the_fields_of_the_callers_version),
          KT_CASE (a_new_small_chunk_steps_chunks_and_units),
          KT_CASE (a_dedicated_block_steps_chunks_units_and_bytes_by_its_units),
@@ -294,4 +453,6 @@ KT_MAIN (KT_CASE (stats_fill_only_the_fields_of_the_callers_version),
          KT_CASE (regions_reserved_bytes_and_reserved_bytes_agree),
          KT_CASE (max_bytes_rounds_up_to_regions_and_zero_removes_the_cap),
          KT_CASE (allocations_beyond_max_bytes_fall_back_to_libc),
-         KT_CASE (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1))
+         KT_CASE (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1),
+         KT_CASE (stats_break_down_a_class_exactly),
+         KT_CASE (the_decay_leaves_a_steady_workload_alone))

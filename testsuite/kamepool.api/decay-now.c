@@ -1,0 +1,186 @@
+/* decay-now.c -- kamepool.api tests of the decay with no delay: the
+   pages of a working set that is half freed in a scattered pattern go
+   back to the kernel, every page that holds no live block, and the
+   blocks in them serve later requests with no new chunk.
+   kptest-env: KAME_POOL_DECAY_MS=0
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+#include "kptest-pool.h"
+
+#define NBLK 8192               /* 32 one-unit chunks of 1 KiB blocks */
+#define SIZE ((size_t) 1024)
+#define PAGE ((uintptr_t) 4096)
+
+static char *blk[NBLK];
+static bool live[NBLK];
+
+static size_t
+kt_class_of (const kame_pool_stats_t *s, size_t size)
+{
+  for (size_t i = 0; i < s->nclasses; i++)
+    if (s->classes[i].block_size == size)
+      return i;
+  return SIZE_MAX;
+}
+
+static bool
+kt_resident (uintptr_t page)
+{
+  unsigned char v = 0;
+  if (mincore ((void *) page, PAGE, &v) != 0)
+    return true;                /* not mapped: cannot say; fail below */
+  return v & 1;
+}
+
+/* No live block overlaps PAGE.  */
+static bool
+kt_page_free (uintptr_t page)
+{
+  for (size_t i = 0; i < NBLK; i++)
+    if (live[i] && (uintptr_t) blk[i] < page + PAGE
+        && (uintptr_t) blk[i] + SIZE > page)
+      return false;
+  return true;
+}
+
+static int
+kt_cmp (const void *a, const void *b)
+{
+  uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
+  return x < y ? -1 : x > y;
+}
+
+static void *
+kt_half_free (void *arg)
+{
+  (void) arg;
+  for (size_t i = 0; i < NBLK; i++)
+    {
+      blk[i] = kame_pool_malloc (SIZE);
+      if (blk[i] == NULL)
+        return "malloc failed";
+      memset (blk[i], (int) (i & 0xff), SIZE);
+    }
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  uint32_t x = 12345;
+  size_t nlive = 0;
+  for (size_t i = 0; i < NBLK; i++)
+    {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      live[i] = x & 1;
+      if (live[i])
+        nlive++;
+      else
+        kame_pool_free (blk[i]);
+    }
+  /* Passes ran during the frees already, every 32nd free into a full
+     chunk.  Three first requests of classes this thread has not used: three
+     refills, three decay passes.  The first sees the 1 KiB class's
+     active chunk, the second finds it unchanged and lets it decay.  */
+  kame_pool_free (kame_pool_malloc (5000));
+  kame_pool_free (kame_pool_malloc (6000));
+  kame_pool_free (kame_pool_malloc (7000));
+  kame_pool_stats_t s1 = kt_pool_stats ();
+
+  /* Every page of the working set with no live block is gone.  */
+  static uintptr_t pages[NBLK * 2];
+  size_t np = 0;
+  for (size_t i = 0; i < NBLK; i++)
+    {
+      uintptr_t a = (uintptr_t) blk[i] & ~(PAGE - 1);
+      uintptr_t b = ((uintptr_t) blk[i] + SIZE - 1) & ~(PAGE - 1);
+      pages[np++] = a;
+      if (b != a)
+        pages[np++] = b;
+    }
+  qsort (pages, np, sizeof *pages, kt_cmp);
+  size_t nfree = 0, kept = 0;
+  for (size_t i = 0; i < np; i++)
+    {
+      if (i > 0 && pages[i] == pages[i - 1])
+        continue;
+      if (!kt_page_free (pages[i]))
+        continue;
+      nfree++;
+      if (kt_resident (pages[i]))
+        kept++;
+    }
+  static char msg[256];
+  if (nfree < 50 || kept != 0)
+    {
+      snprintf (msg, sizeof msg, "%zu pages hold no live block, %zu of "
+                "them still resident", nfree, kept);
+      return msg;
+    }
+  if (s1.purge_pages - s0.purge_pages < nfree
+      || s1.purge_calls == s0.purge_calls)
+    {
+      snprintf (msg, sizeof msg, "purge_pages grew by %zu (calls by %zu) "
+                "for %zu free pages", s1.purge_pages - s0.purge_pages,
+                s1.purge_calls - s0.purge_calls, nfree);
+      return msg;
+    }
+  size_t k = kt_class_of (&s1, SIZE);
+  if (k == SIZE_MAX || s1.classes[k].live_blocks != nlive
+      || s1.classes[k].free_blocks != NBLK - nlive
+      || s1.classes[k].resident_bytes
+         > (size_t) (NBLK * SIZE) - nfree * PAGE)
+    return "the 1 KiB class's figures are off after the decay";
+
+  /* The live blocks kept their contents.  */
+  for (size_t i = 0; i < NBLK; i++)
+    if (live[i])
+      for (size_t j = 0; j < SIZE; j++)
+        if ((unsigned char) blk[i][j] != (i & 0xff))
+          return "a live block lost its contents";
+
+  /* The free blocks, those in the pages given back included, serve the
+     same number of requests with no new chunk.  */
+  size_t chunks = s1.classes[k].chunks;
+  for (size_t i = 0; i < NBLK; i++)
+    if (!live[i])
+      {
+        blk[i] = kame_pool_malloc (SIZE);
+        if (blk[i] == NULL)
+          return "malloc failed";
+        memset (blk[i], (int) (i & 0xff), SIZE);
+        live[i] = true;
+      }
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  if (s2.classes[k].chunks != chunks || s2.classes[k].live_blocks != NBLK
+      || s2.classes[k].free_blocks != 0)
+    {
+      snprintf (msg, sizeof msg, "refilled: %zu chunks (was %zu), %zu live, "
+                "%zu free", s2.classes[k].chunks, chunks,
+                s2.classes[k].live_blocks, s2.classes[k].free_blocks);
+      return msg;
+    }
+  qsort (blk, NBLK, sizeof *blk, kt_cmp);
+  for (size_t i = 1; i < NBLK; i++)
+    if (blk[i] == blk[i - 1])
+      return "one block handed out twice";
+  for (size_t i = 0; i < NBLK; i++)
+    kame_pool_free (blk[i]);
+  return NULL;
+}
+
+KT_TEST (decay_gives_back_the_pages_with_no_live_block)
+{
+  pthread_t t;
+  void *err;
+  KT_CHECK (pthread_create (&t, NULL, kt_half_free, NULL) == 0);
+  KT_CHECK (pthread_join (t, &err) == 0);
+  if (err != NULL)
+    KT_FAILF ("%s", (const char *) err);
+}
+
+KT_MAIN (KT_CASE (decay_gives_back_the_pages_with_no_live_block))

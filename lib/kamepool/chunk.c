@@ -52,6 +52,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   c->orig_heap = h;
   for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
     c->purged[w] = 0;
+  c->npurged = 0;
   c->idle_since = 0;
   c->decayed = false;
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
@@ -77,8 +78,9 @@ kp_chunk_page_purged (const kp_chunk_t *c, size_t page)
 /* Link again the blocks that start in the lowest page the decay gave
    back (their link words were lost with the page); true when it
    linked any.  A page that holds no block start (inside a block
-   larger than a page) is only unmarked.  */
-static bool
+   larger than a page) is only unmarked.  Out of line, so that
+   kp_chunk_carve, on every refill's path, saves no registers for it.  */
+static KP_NOINLINE bool
 kp_chunk_unpurge (kp_chunk_t *c)
 {
   unsigned sh = kp_page_shift ();
@@ -89,6 +91,7 @@ kp_chunk_unpurge (kp_chunk_t *c)
       {
         size_t page = w * 64 + (size_t) __builtin_ctzll (c->purged[w]);
         c->purged[w] &= c->purged[w] - 1;
+        c->npurged--;
         size_t lo = page << sh, hi = lo + ((size_t) 1 << sh);
         size_t i = (lo + size - 1) / size;
         if (i * size >= hi)
@@ -107,8 +110,12 @@ kp_chunk_unpurge (kp_chunk_t *c)
            hold no purged block any more.  */
         size_t end = (last + 1) * size;
         for (size_t q = page + 1; (q << sh) < end; q++)
-          if (((q << sh) + size - 1) / size * size >= (q + 1) << sh)
-            c->purged[q / 64] &= ~((uint64_t) 1 << (q % 64));
+          if (((q << sh) + size - 1) / size * size >= (q + 1) << sh
+              && kp_chunk_page_purged (c, q))
+            {
+              c->purged[q / 64] &= ~((uint64_t) 1 << (q % 64));
+              c->npurged--;
+            }
         c->free = head;
         return true;
       }
@@ -124,7 +131,7 @@ kp_chunk_carve (kp_chunk_t *c)
 {
   char *p = c->bump;
   if (p >= c->limit)
-    return kp_chunk_unpurge (c);
+    return c->npurged != 0 && kp_chunk_unpurge (c);
   size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   size_t n = KP_PAGE / size;
   if (n == 0)
@@ -218,17 +225,6 @@ kp_remote_pending (unsigned cls)
   return out - in;
 }
 
-bool
-kp_chunk_has_space (const kp_chunk_t *c)
-{
-  if (c->free != NULL || c->bump < c->limit)
-    return true;
-  for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
-    if (c->purged[w] != 0)
-      return true;
-  return false;
-}
-
 /* The largest chunk of the small classes, in blocks: 4 units of the
    class of 4 units with the smallest blocks (8 KiB + 1 and up).  The
    free-block map of kp_chunk_purge has one bit per block.  */
@@ -237,8 +233,8 @@ kp_chunk_has_space (const kp_chunk_t *c)
 /* The decay: give back to the kernel every page below C's bump pointer
    that no live block touches, and take the blocks that start in those
    pages off the free list (kp_chunk_carve links them again when the
-   chunk needs them).  C is owned by the calling thread and not active;
-   its remote frees are collected first.  The number of pages given
+   chunk needs them).  C is owned by the calling thread; its remote
+   frees are collected first.  The number of pages given
    back; the madvise calls it made (one per run of pages) are added to
    *CALLS.  */
 size_t
@@ -293,6 +289,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
       ++*calls;
       for (size_t r = run; r < run + runlen; r++)
         c->purged[r / 64] |= (uint64_t) 1 << (r % 64);
+      c->npurged += (uint16_t) runlen;
       given += runlen;
       runlen = 0;
     }

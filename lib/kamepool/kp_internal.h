@@ -159,6 +159,7 @@ typedef struct kp_chunk
      again.  Owner-private; the statistics walk reads it racily.  */
   uint64_t purged[KP_PURGE_WORDS];
   uint32_t idle_since;          /* decay clock when it joined a partial list */
+  uint16_t npurged;             /* bits set in purged */
   bool decayed;                 /* purged since it joined that list */
 
   /* Line 1: the remote-free word, and the fields fixed while claimed.  */
@@ -401,7 +402,6 @@ KP_HIDDEN void kp_numa_bind (void *p, size_t len, unsigned node);
 
 KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
-KP_HIDDEN bool kp_chunk_has_space (const kp_chunk_t *c);
 KP_HIDDEN size_t kp_chunk_purge (kp_chunk_t *c, size_t *calls);
 KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
 KP_HIDDEN size_t kp_remote_pending (unsigned cls);
@@ -412,6 +412,14 @@ KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
 
+/* C, owned by the caller, can hand out a block: from its free list, by
+   carving, or from a page the decay gave back.  */
+KP_INLINE bool
+kp_chunk_has_space (const kp_chunk_t *c)
+{
+  return c->free != NULL || c->bump < c->limit || c->npurged != 0;
+}
+
 /* ---- Heaps and threads (heap.c) ---------------------------------------- */
 
 KP_HIDDEN void *kp_malloc_refill (size_t n);
@@ -420,6 +428,7 @@ KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
+KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
 KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
 /* The decay's delay in ms (KAME_POOL_DECAY_MS; -1: never).  Set once

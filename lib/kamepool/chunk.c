@@ -122,16 +122,18 @@ kp_chunk_unpurge (kp_chunk_t *c)
   return false;
 }
 
-/* Carve about a page of never-used blocks onto the free list, so that
-   pages are touched only when they are about to be used; once the
-   chunk is carved to its end, link the blocks of a page the decay gave
-   back.  */
+/* Link the blocks of a page the decay gave back, if there is one, so
+   that the chunk stays as compact as it was; otherwise carve about a
+   page of never-used blocks onto the free list, so that pages are
+   touched only when they are about to be used.  */
 bool
 kp_chunk_carve (kp_chunk_t *c)
 {
+  if (kp_unlikely (c->npurged != 0) && kp_chunk_unpurge (c))
+    return true;
   char *p = c->bump;
   if (p >= c->limit)
-    return c->npurged != 0 && kp_chunk_unpurge (c);
+    return false;
   size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   size_t n = KP_PAGE / size;
   if (n == 0)

@@ -1,6 +1,7 @@
 /* bench.h -- helpers shared by the benchmark programs: the clock, a
-   seeded generator, size distributions, command-line parsing and the
-   barrier that keeps the compiler from deleting malloc/free pairs.
+   seeded generator, size distributions, command-line parsing, the
+   barrier that keeps the compiler from deleting malloc/free pairs, and
+   reading the RSS from /proc.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -10,11 +11,13 @@
 #define KP_BENCH_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Everything here is static: each program is one translation unit plus
    this header, so there is no library to keep in step.  */
@@ -71,6 +74,24 @@ kb_log_uniform (uint64_t *state, size_t lo, size_t hi)
   size_t base = (size_t) 1 << e;
   size_t n = base + (size_t) kb_below (state, base);
   return n < lo ? lo : n > hi ? hi : n;
+}
+
+/* A Pareto law of shape 1 truncated to [lo, hi]: P(size > s) = lo / s,
+   so half the requests are below 2 lo, one in 16 above 16 lo, and a
+   long tail holds much of the bytes -- the skew of the values in a
+   cache or of the nodes of a program's data.  Drawn as lo / u with u
+   uniform in (0, 1], and drawn again above hi, so that the tail does
+   not pile up at the cap.  */
+static inline size_t
+kb_pareto (uint64_t *state, size_t lo, size_t hi)
+{
+  for (;;)
+    {
+      double u = (double) ((kb_rand (state) >> 11) + 1) * 0x1p-53;
+      double s = (double) lo / u;
+      if (s < (double) hi + 1.0)
+        return (size_t) s;
+    }
 }
 
 static inline void
@@ -245,6 +266,51 @@ kb_require (const char *prog, int ok, const char *what)
       fprintf (stderr, "%s: %s\n", prog, what);
       exit (2);
     }
+}
+
+/* A field of /proc/self/status in KiB ("VmRSS", "VmHWM", "VmSize").
+   Read with plain read(2) into a stack buffer: stdio would malloc, and
+   the point is to see the heap, not to disturb it.  */
+static inline long
+kb_status_kib (const char *prog, const char *field)
+{
+  char buf[4096], *p;
+  size_t len = strlen (field), got = 0;
+  ssize_t n;
+  int fd = open ("/proc/self/status", O_RDONLY);
+
+  if (fd < 0)
+    kb_die (prog, "cannot open /proc/self/status");
+  while (got < sizeof buf - 1
+         && (n = read (fd, buf + got, sizeof buf - 1 - got)) > 0)
+    got += (size_t) n;
+  close (fd);
+  buf[got] = '\0';
+  for (p = buf; p != NULL && *p != '\0'; p = strchr (p, '\n'))
+    {
+      if (*p == '\n')
+        p++;
+      if (strncmp (p, field, len) == 0 && p[len] == ':')
+        return strtol (p + len + 1, NULL, 10);
+    }
+  kb_die (prog, "a field is missing from /proc/self/status");
+  return -1;
+}
+
+/* calloc may hand out zero pages not yet resident, and GCC drops a
+   memset of zeros after calloc: this writes each page of [P, P + N)
+   through a volatile pointer, so that a program's own tables are in a
+   baseline RSS taken next, and not counted as heap later when the
+   benchmark first touches them.  */
+static inline void
+kb_touch (void *p, size_t n)
+{
+  volatile char *c = p;
+  size_t off;
+  for (off = 0; off < n; off += 4096)
+    c[off] = 0;
+  if (n != 0)
+    c[n - 1] = 0;
 }
 
 #endif /* KP_BENCH_H */

@@ -13,7 +13,12 @@ BENCH_PROGS = \
 	bench/falseshare \
 	bench/tlbchase \
 	bench/mixed_large \
-	bench/rss_return
+	bench/rss_return \
+	bench/server \
+	bench/altest \
+	bench/generations \
+	bench/large_random \
+	bench/ascap
 EXTRA_PROGRAMS += $(BENCH_PROGS)
 CLEANFILES += $(BENCH_PROGS)
 
@@ -54,6 +59,21 @@ bench_mixed_large_LDADD = $(BENCH_LDADD)
 bench_rss_return_SOURCES = bench/rss_return.c bench/bench.h
 bench_rss_return_CFLAGS = $(BENCH_CFLAGS)
 bench_rss_return_LDADD = $(BENCH_LDADD)
+bench_server_SOURCES = bench/server.c bench/bench.h
+bench_server_CFLAGS = $(BENCH_CFLAGS)
+bench_server_LDADD = $(BENCH_LDADD)
+bench_altest_SOURCES = bench/altest.c bench/bench.h
+bench_altest_CFLAGS = $(BENCH_CFLAGS)
+bench_altest_LDADD = $(BENCH_LDADD)
+bench_generations_SOURCES = bench/generations.c bench/bench.h
+bench_generations_CFLAGS = $(BENCH_CFLAGS)
+bench_generations_LDADD = $(BENCH_LDADD)
+bench_large_random_SOURCES = bench/large_random.c bench/bench.h
+bench_large_random_CFLAGS = $(BENCH_CFLAGS)
+bench_large_random_LDADD = $(BENCH_LDADD)
+bench_ascap_SOURCES = bench/ascap.c bench/bench.h
+bench_ascap_CFLAGS = $(BENCH_CFLAGS)
+bench_ascap_LDADD = $(BENCH_LDADD)
 
 ## A copy of libkamepool with the TLS model the build did not choose,
 ## so that the tables show the hot-path cost of both models side by

@@ -107,6 +107,15 @@ extern KAME_POOL_API int kame_pool_get_thread_exit_reclaim (void);
 
 extern KAME_POOL_API void kame_pool_get_stats (kame_pool_stats_t *stats);
 
+/* Give back to the kernel the free memory the pool can without moving
+   a live block: the free pages of the calling thread's chunks, the
+   large recycle cache and the free units whose pages are resident,
+   leaving at most PAD bytes of the last two (see kame_pool_trim(3)).
+   Returns 1 if any memory was given back, 0 otherwise.  Other threads'
+   chunks are left to their own decay.  malloc_trim when the library
+   replaces malloc.  */
+extern KAME_POOL_API int kame_pool_trim (size_t pad);
+
 /* Transparent-hugepage advice for the data of the pool's regions:
    leave it to the kernel's mode, MADV_HUGEPAGE, or MADV_NOHUGEPAGE.  */
 #define KAME_THP_SYSTEM 0

@@ -16,7 +16,9 @@ dist_man_MANS += \
 	man/man3/kame_pool_reserved_bytes.3 \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_thread_exit_reclaim.3 \
-	man/man3/kame_pool_get_stats.3
+	man/man3/kame_pool_get_stats.3 \
+	man/man3/kame_pool_trim.3 \
+	man/man3/kamepool_mallinfo.3
 dist_man_MANS += \
 	man/man3/kame_pool_set_cap_policy.3 \
 	man/man3/kame_pool_get_cap_policy.3 \
@@ -39,6 +41,8 @@ KAMEPOOL_MAN_EXAMPLES = \
 	man/man3/kame_pool_set_max_bytes.3 \
 	man/man3/kame_pool_set_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3 \
+	man/man3/kame_pool_trim.3 \
+	man/man3/kamepool_mallinfo.3 \
 	man/man3/kame_pool_set_cap_policy.3 \
 	man/man3/kame_pool_set_large_cache_cap.3 \
 	man/man3/kame_pool_set_thp_policy.3 \

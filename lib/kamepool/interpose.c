@@ -11,7 +11,8 @@
    memalign from libc would hand our blocks to libc's free.  Pointers
    that are not ours (allocated before we were loaded, or through
    __libc_malloc) are recognised by the radix map and given back to the
-   C library.  */
+   C library.  glibc's extensions that trim and describe the heap
+   (malloc_trim, mallinfo2, ...) go with the set, in mallinfo.c.  */
 
 #include <config.h>
 

@@ -16,12 +16,13 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/cache.c \
 	lib/kamepool/alloc.c \
 	lib/kamepool/stats.c \
+	lib/kamepool/trim.c \
 	lib/kamepool/policy.c \
 	lib/kamepool/numa.c \
 	lib/kamepool/api.c \
 	lib/kamepool/init.c
 if KP_INTERPOSE
-libkamepool_la_SOURCES += lib/kamepool/interpose.c
+libkamepool_la_SOURCES += lib/kamepool/interpose.c lib/kamepool/mallinfo.c
 endif
 libkamepool_la_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDING_LIBKAMEPOOL
 ## The hot paths are small; -O2 with no semantic interposition lets the

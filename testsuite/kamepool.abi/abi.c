@@ -3,7 +3,8 @@
    The exported symbols are read with nm -D from the libraries this
    program is linked with (found with dladdr); the expected sets are
    the functions declared in the public headers, plus the malloc family
-   and the C++ operators in an interposing build.
+   with glibc's extensions (malloc_trim, mallinfo2, ...) and the C++
+   operators in an interposing build.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -111,9 +112,11 @@ include_dir (void)
   return dir;
 }
 
+/* The malloc family, and glibc's extensions (mallinfo.c).  */
 static const char *const malloc_family[] = {
   "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+  "malloc_trim", "mallinfo2", "mallinfo", "malloc_stats", "malloc_info",
   NULL
 };
 

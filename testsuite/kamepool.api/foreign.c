@@ -7,7 +7,11 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */
 
+#define _GNU_SOURCE 1
+
+#include <dlfcn.h>
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <malloc.h>
 #include <stdint.h>
 
@@ -49,20 +53,34 @@ foreign_free (void *p)
     free (p);
 }
 
-/* Bytes in use in glibc's arenas (mallinfo2 is glibc's, never the
-   pool's): the witness that a block really went back to libc.  glibc
-   counts blocks parked in its per-thread cache (up to 1032 bytes) as in
-   use, so the blocks here are bigger, and the cache itself is set up
-   first.  A sanitizer's malloc keeps no such count; there the witness
-   is the sanitizer itself, which aborts on a free it did not expect,
+/* Bytes in use in glibc's arenas, from glibc's own mallinfo2 (an
+   interposing pool exports its own, about the pool): the witness that
+   a block really went back to libc.  glibc counts blocks parked in its
+   per-thread cache (up to 1032 bytes) as in use, so the blocks here
+   are bigger, and the cache itself is set up first.  A sanitizer's
+   malloc keeps no such count; there the witness is the sanitizer itself, which aborts on a free it did not expect,
    and this returns 0 so that the checks below hold trivially.  */
 static size_t
 libc_in_use (void)
 {
   if (!kt_pool_interposes ())
     return 0;
+  /* dlsym in the C library's handle searches it and its dependencies
+     only, never the pool.  */
+  static struct mallinfo2 (*libc_mallinfo2) (void);
+  if (libc_mallinfo2 == NULL)
+    {
+      void *libc = dlopen (LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+      if (libc != NULL)
+        *(void **) &libc_mallinfo2 = dlsym (libc, "mallinfo2");
+      if (libc_mallinfo2 == NULL)
+        {
+          printf ("glibc's mallinfo2 not found: %s\n", dlerror ());
+          return 0;
+        }
+    }
   __libc_free (__libc_malloc (1));
-  struct mallinfo2 m = mallinfo2 ();
+  struct mallinfo2 m = libc_mallinfo2 ();
   return m.uordblks + m.hblkhd;
 }
 

@@ -2,7 +2,8 @@
    the built libkamepool.so in LD_PRELOAD: python3, perl, sort and gcc
    must print exactly what they print without it, and a helper compiled
    here (not linked with the pool) must see every call of the malloc
-   family served by the pool.  A program that is not installed makes its
+   family served by the pool, and glibc's mallinfo2 and malloc_trim
+   answered by it.  A program that is not installed makes its
    test UNSUPPORTED.
 
    The library's path comes from dladdr on kame_pool_malloc: this
@@ -383,6 +384,7 @@ KT_TEST (gcc_compiles_identically_under_the_pool)
    __libc_malloc pointers with free and realloc.  */
 static const char helper_source[] =
   "#define _GNU_SOURCE 1\n"
+  "#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"\n"
   "#include <dlfcn.h>\n"
   "#include <malloc.h>\n"
   "#include <stdio.h>\n"
@@ -435,6 +437,25 @@ static const char helper_source[] =
   "      free (__libc_malloc (n));\n"
   "    }\n"
   "  puts (\"libc mix ok\");\n"
+  "  void *big = malloc (6000000);\n"
+  "  struct mallinfo2 m = mallinfo2 ();\n"
+  "  printf (\"mallinfo2 %s\\n\", m.hblks == 1 && m.hblkhd > 6000000\n"
+  "          && m.uordblks > 6000000 ? \"pool\" : \"NOT POOL\");\n"
+  "  struct mallinfo mi = mallinfo ();\n"
+  "  printf (\"mallinfo %s\\n\", mi.hblks == 1 && mi.hblkhd > 6000000\n"
+  "          ? \"pool\" : \"NOT POOL\");\n"
+  "  char *xml = NULL;\n"
+  "  size_t xlen = 0;\n"
+  "  FILE *x = open_memstream (&xml, &xlen);\n"
+  "  int ri = x != NULL ? malloc_info (0, x) : -1;\n"
+  "  if (x != NULL) fclose (x);\n"
+  "  printf (\"malloc_info %s\\n\", ri == 0 && xml != NULL\n"
+  "          && strstr (xml, \"<total type=\\\"cache\\\"\") != NULL\n"
+  "          ? \"pool\" : \"NOT POOL\");\n"
+  "  free (xml);\n"
+  "  malloc_stats ();\n"
+  "  free (big);\n"
+  "  printf (\"malloc_trim %d\\n\", malloc_trim (0));\n"
   "  return 0;\n"
   "}\n";
 
@@ -466,12 +487,21 @@ KT_TEST (preloaded_pool_serves_the_whole_malloc_family)
               (unsigned) pooled.status, pooled.err);
   if (strstr (pooled.out, "NOT POOL") != NULL)
     KT_FAILF ("some calls bypassed the pool:\n%.400s", pooled.out);
-  /* 6 sizes x 9 calls, strdup, and the libc mix.  */
+  /* 6 sizes x 9 calls, strdup, the libc mix, and glibc's extensions,
+     which must be the pool's: they see the pool's one live mapping
+     (glibc's own heap served nothing), malloc_info has the pool's
+     cache element, and once freed the 6 MB block waits in the pool's
+     cache, which the trim gives back.  */
   int lines = 0;
   for (const char *c = pooled.out; *c != '\0'; c++)
     lines += *c == '\n';
-  KT_CHECK_EQ (lines, 6 * 9 + 2);
-  KT_CHECK (strstr (pooled.out, "libc mix ok\n") != NULL);
+  KT_CHECK_EQ (lines, 6 * 9 + 6);
+  KT_CHECK (strstr (pooled.out, "libc mix ok\nmallinfo2 pool\n"
+                    "mallinfo pool\nmalloc_info pool\nmalloc_trim 1\n")
+            != NULL);
+  KT_CHECK (strstr (pooled.err, "Arena 0:\nsystem bytes     = ") != NULL);
+  KT_CHECK (strstr (pooled.err, "\nmax mmap regions =          1\n"
+                                "max mmap bytes   = ") != NULL);
   run_free (&plain);
   run_free (&pooled);
 }

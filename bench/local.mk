@@ -90,7 +90,8 @@ endif
 bench_libkamepool_tls_la_SOURCES = $(libkamepool_la_SOURCES)
 bench_libkamepool_tls_la_CPPFLAGS = $(libkamepool_la_CPPFLAGS) \
 	-DKP_TLS_MODEL_OVERRIDE='"$(BENCH_OTHER_TLS)"'
-bench_libkamepool_tls_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition
+bench_libkamepool_tls_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition \
+	-fno-tree-slp-vectorize
 bench_libkamepool_tls_la_LIBADD = $(libkamepool_la_LIBADD)
 bench_libkamepool_tls_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -avoid-version \
 	-rpath $(abs_builddir)/bench

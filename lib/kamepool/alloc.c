@@ -31,7 +31,9 @@ kp_free_cold (void *p)
       kp_large_free (p, kind);
       return;
     default:
-      kp_libc_free (p);         /* not ours: from libc or before we loaded */
+      /* Not ours: the C library's, or misuse.  */
+      if (kp_foreign_ok ("free", p))
+        kp_libc_free (p);
       return;
     }
 }
@@ -116,6 +118,26 @@ kp_memalign (size_t align, size_t n)
   return p;
 }
 
+/* P is in a small chunk: true if it starts a block that is not marked
+   free; false after reporting misuse by the caller of CALL.  */
+static bool
+kp_small_block_live (const char *call, void *p)
+{
+  kp_chunk_t *c = kp_chunk_of (p);
+  uintptr_t off = (uintptr_t) p - (uintptr_t) kp_chunk_data (c);
+  if (!kp_chunk_block_start (c, off))
+    {
+      kp_misuse (call, "invalid pointer (not the start of a block):", p);
+      return false;
+    }
+  if (kp_block_marked_free (p))
+    {
+      kp_misuse (call, "invalid pointer (freed already):", p);
+      return false;
+    }
+  return true;
+}
+
 void *
 kp_realloc (void *p, size_t n)
 {
@@ -127,11 +149,21 @@ kp_realloc (void *p, size_t n)
       return NULL;
     }
   if (!kp_owns (p))
-    return kp_libc_realloc (p, n);
+    {
+      if (kp_foreign_ok ("realloc", p))
+        return kp_libc_realloc (p, n);
+      errno = EINVAL;
+      return NULL;
+    }
   size_t usable = kp_usable_size (p);
   if (usable == 0)
     {
-      kp_report ("invalid realloc (not an allocated block):", p);
+      kp_misuse ("realloc", "invalid pointer (not an allocated block):", p);
+      errno = EINVAL;
+      return NULL;
+    }
+  if (usable <= KP_SMALL_MAX && !kp_small_block_live ("realloc", p))
+    {
       errno = EINVAL;
       return NULL;
     }

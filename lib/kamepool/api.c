@@ -59,11 +59,11 @@ kame_pool_posix_memalign (void **memptr, size_t alignment, size_t size)
   if (memptr == NULL || !kp_power_of_two (alignment)
       || alignment < sizeof (void *))
     return EINVAL;
-  int saved = errno;
   void *p = kp_memalign (alignment, size);
   if (p == NULL)
     {
-      errno = saved;
+      /* As glibc's: errno too (its tst-malloc-thread-fail checks).  */
+      errno = ENOMEM;
       return ENOMEM;
     }
   *memptr = p;

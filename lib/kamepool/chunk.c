@@ -30,6 +30,13 @@
 
 #include "kp_internal.h"
 
+/* The divmagic of blocks of SIZE bytes (kp_chunk_t).  */
+static inline uint64_t
+kp_divmagic (size_t size)
+{
+  return UINT64_MAX / size + 1;
+}
+
 /* The sentinel every empty slot of the thread cache points at: its
    free list is always empty, so the fast path falls into the refill.  */
 kp_chunk_t kp_empty_chunk;
@@ -43,6 +50,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   c->free = NULL;
   c->used = 0;
   c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
+  c->divmagic = kp_divmagic (size);
   c->bump = data;
   c->limit = data + (size_t) c->capacity * size;
   c->next = c->prev = NULL;
@@ -63,10 +71,28 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
   atomic_store_explicit (&c->kind, KP_KIND_SMALL, memory_order_relaxed);
 }
 
+bool
+kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off)
+{
+  uint64_t m = kp_divmagic (atomic_load_explicit (&c->block_size,
+                                                  memory_order_relaxed));
+  return off * m < m;
+}
+
 static inline unsigned
 kp_page_shift (void)
 {
   return (unsigned) __builtin_ctzl (kp_os_page_size ());
+}
+
+/* One page of C less is given back; with none left, the owner's free
+   takes its fast path again.  */
+static inline void
+kp_chunk_unpurged_one (kp_chunk_t *c)
+{
+  if (--c->npurged == 0)
+    c->divmagic = kp_divmagic (atomic_load_explicit (&c->block_size,
+                                                     memory_order_relaxed));
 }
 
 static inline bool
@@ -91,7 +117,7 @@ kp_chunk_unpurge (kp_chunk_t *c)
       {
         size_t page = w * 64 + (size_t) __builtin_ctzll (c->purged[w]);
         c->purged[w] &= c->purged[w] - 1;
-        c->npurged--;
+        kp_chunk_unpurged_one (c);
         size_t lo = page << sh, hi = lo + ((size_t) 1 << sh);
         size_t i = (lo + size - 1) / size;
         if (i * size >= hi)
@@ -103,7 +129,8 @@ kp_chunk_unpurge (kp_chunk_t *c)
         for (size_t j = last + 1; j-- > i;)
           {
             kp_block_t *b = (kp_block_t *) (data + j * size);
-            b->next = head;
+            kp_block_link (b, head);
+            kp_block_mark_free (b);
             head = b;
           }
         /* Pages inside the last block, with no start of their own,
@@ -114,7 +141,7 @@ kp_chunk_unpurge (kp_chunk_t *c)
               && kp_chunk_page_purged (c, q))
             {
               c->purged[q / 64] &= ~((uint64_t) 1 << (q % 64));
-              c->npurged--;
+              kp_chunk_unpurged_one (c);
             }
         c->free = head;
         return true;
@@ -148,13 +175,77 @@ kp_chunk_carve (kp_chunk_t *c)
   for (size_t i = 1; i < n; i++)
     {
       kp_block_t *nx = (kp_block_t *) ((char *) b + size);
-      b->next = nx;
+      kp_block_link (b, nx);
+      kp_block_mark_free (b);
       b = nx;
     }
-  b->next = c->free;
+  kp_block_link (b, c->free);
+  kp_block_mark_free (b);
   c->bump = p + n * size;
   c->free = head;
   return true;
+}
+
+/* Whether NEXT, a decoded link of a list of small chunk C, is the end
+   of the list or a block of C: a link changed by a write into a freed
+   block is neither (in hardened builds; plain links are trusted).  */
+static bool
+kp_link_ok (const kp_chunk_t *c, const kp_block_t *next)
+{
+  if (!KP_HARDEN || next == NULL)
+    return true;
+  const char *data = kp_chunk_data (c);
+  return (const char *) next >= data && (const char *) next < c->limit
+         && kp_chunk_block_start (c, (uintptr_t) ((const char *) next
+                                                   - data));
+}
+
+/* B's link, in a list of C's, was changed while B was free: report it
+   and end the list at B (the blocks after it are lost, none of them is
+   handed out twice).  */
+static void
+kp_list_cut (kp_block_t *b)
+{
+  kp_misuse ("free", "corrupted free list (a freed block was written to) "
+             "at", b);
+  kp_block_link (b, NULL);
+}
+
+/* HEAD is the list of C's remote frees, and the decay gave pages of C
+   back.  A block that starts in such a page was free already (its mark
+   went with the page): report the double free and leave the block out.
+   The list without them.  */
+static kp_block_t *
+kp_collect_purged (kp_chunk_t *c, kp_block_t *head)
+{
+  char *data = kp_chunk_data (c);
+  unsigned sh = kp_page_shift ();
+  kp_block_t *keep = NULL, *next;
+  size_t dropped = 0;
+  for (kp_block_t *b = head; b != NULL; b = next)
+    {
+      next = kp_block_next (b);
+      if (!kp_link_ok (c, next))
+        {
+          kp_list_cut (b);
+          next = NULL;
+        }
+      if (kp_chunk_page_purged (c, (size_t) ((char *) b - data) >> sh))
+        {
+          kp_misuse ("free", "double free of", b);
+          dropped++;
+          continue;
+        }
+      kp_block_link (b, keep);
+      keep = b;
+    }
+  /* Their frees were counted as remote frees, and each was counted in
+     used when it was first handed out, not this time.  */
+  if (dropped != 0)
+    kp_remote_count (kp_tc.heap, true,
+                     atomic_load_explicit (&c->cls, memory_order_relaxed),
+                     dropped);
+  return keep;
 }
 
 /* Move the remotely freed blocks onto the owner's list; their count.  */
@@ -169,14 +260,20 @@ kp_chunk_collect (kp_chunk_t *c)
   kp_block_t *head = (kp_block_t *) (tf & ~KP_TF_OWNED);
   if (head == NULL)
     return 0;
-  uint32_t n = 1;
-  kp_block_t *tail = head;
-  while (tail->next != NULL)
+  if (KP_HARDEN && kp_unlikely (c->npurged != 0))
+    head = kp_collect_purged (c, head);
+  uint32_t n = 0;
+  kp_block_t *tail = NULL;
+  for (kp_block_t *b = head; b != NULL; b = kp_block_next (b))
     {
-      tail = tail->next;
+      tail = b;
       n++;
+      if (kp_unlikely (!kp_link_ok (c, kp_block_next (b))))
+        kp_list_cut (b);
     }
-  tail->next = c->free;
+  if (tail == NULL)
+    return 0;
+  kp_block_link (tail, c->free);
   c->free = head;
   KP_ASSERT (c->used >= n);
   c->used -= n;
@@ -255,8 +352,10 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
   size_t words = (carved + 63) / 64;
   for (size_t i = 0; i < words; i++)
     freemap[i] = 0;
-  for (kp_block_t *b = c->free; b != NULL; b = b->next)
+  for (kp_block_t *b = c->free; b != NULL; b = kp_block_next (b))
     {
+      if (!kp_link_ok (c, kp_block_next (b)))
+        kp_list_cut (b);
       size_t i = (size_t) ((char *) b - data) / size;
       freemap[i / 64] |= (uint64_t) 1 << (i % 64);
     }
@@ -292,6 +391,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
       for (size_t r = run; r < run + runlen; r++)
         c->purged[r / 64] |= (uint64_t) 1 << (r % 64);
       c->npurged += (uint16_t) runlen;
+      c->divmagic = 0;          /* kp_free_owned: every free is checked */
       given += runlen;
       runlen = 0;
     }
@@ -305,7 +405,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
         && !kp_chunk_page_purged (c, (i * size) >> sh))
       {
         kp_block_t *b = (kp_block_t *) (data + i * size);
-        b->next = head;
+        kp_block_link (b, head);
         head = b;
       }
   c->free = head;
@@ -445,19 +545,24 @@ kp_free_remote (kp_chunk_t *c, void *p)
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
-      kp_report ("invalid free (inside a large block):", p);
+      kp_misuse ("free", "invalid pointer (inside a large block):", p);
+      return;
+    }
+  if (kind == KP_KIND_CACHED && p == kp_chunk_data (c))
+    {
+      kp_misuse ("free", "double free of", p);  /* a block in the cache */
       return;
     }
   if (kp_unlikely (kind != KP_KIND_SMALL))
     {
-      kp_report ("invalid free (not an allocated block):", p);
+      kp_misuse ("free", "invalid pointer (not an allocated block):", p);
       return;
     }
   size_t off = (size_t) ((char *) p - kp_chunk_data (c));
   uint32_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   if (kp_unlikely (off % size != 0))
     {
-      kp_report ("invalid free (not the start of a block):", p);
+      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
       return;
     }
   /* A thread that frees before it ever allocated gets its heap now:
@@ -469,9 +574,18 @@ kp_free_remote (kp_chunk_t *c, void *p)
      owner may release the chunk and anyone claim it again.  */
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
   kp_block_t *b = p;
+  /* Freed already: on the owner's list or on this remote list.  No look
+     at either list is possible from here; the tag, with its 64 bits of
+     secret, is the proof.  */
+  if (kp_unlikely (kp_block_marked_free (b)))
+    {
+      kp_misuse ("free", "double free of", p);
+      return;
+    }
+  kp_block_mark_free (b);
   uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
   do
-    b->next = (kp_block_t *) (old & ~KP_TF_OWNED);
+    kp_block_link (b, (kp_block_t *) (old & ~KP_TF_OWNED));
   while (!atomic_compare_exchange_weak_explicit (&c->xthread_free, &old,
                                                  (uintptr_t) b | KP_TF_OWNED,
                                                  memory_order_acq_rel,
@@ -532,4 +646,46 @@ kp_chunk_adopt (kp_heap_t *h, unsigned cls)
           }
       }
   return NULL;
+}
+
+/* Whether B, a block of C that this thread owns and that carries the
+   free tag, is free: on C's free list or its remote list.  */
+static bool
+kp_chunk_holds_free (kp_chunk_t *c, kp_block_t *b)
+{
+  kp_chunk_collect (c);
+  /* At most capacity links: a list that loops was corrupted.  */
+  size_t steps = 0;
+  for (kp_block_t *f = c->free; f != NULL && steps <= c->capacity;
+       f = kp_block_next (f), steps++)
+    {
+      if (f == b)
+        return true;
+      if (kp_link_suspect (f, kp_block_next (f))
+          && kp_block_next (f) != NULL)
+        break;
+    }
+  return false;
+}
+
+void
+kp_free_owned_check (kp_chunk_t *c, kp_block_t *b, uintptr_t off)
+{
+  if (!kp_chunk_block_start (c, off))
+    {
+      kp_misuse ("free", "invalid pointer (not the start of a block):", b);
+      return;
+    }
+  /* A block that starts in a page the decay gave back is free (only
+     kp_chunk_carve hands it out again, and clears the page's bit
+     first); any other block is free only if it has the tag, and then
+     the list says (a live block whose owner wrote the key is not).  */
+  if ((c->npurged != 0
+       && kp_chunk_page_purged (c, off >> kp_page_shift ()))
+      || (kp_block_marked_free (b) && kp_chunk_holds_free (c, b)))
+    {
+      kp_misuse ("free", "double free of", b);
+      return;
+    }
+  kp_free_push (c, b);
 }

@@ -558,8 +558,29 @@ pop:
   {
     kp_block_t *b = c->free;
     KP_ASSERT (b != NULL);
-    c->free = b->next;
+    kp_block_t *next = kp_block_next (b);
+    if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
+        && next != NULL)
+      return kp_malloc_pop_bad (c, b);
+    c->free = next;
     c->used++;
+    kp_block_mark_live (b);
     return b;
   }
+}
+
+/* Pop B, the head of C's free list, whose decoded link is neither NULL
+   nor in B's region: a write into the freed block changed it (a use
+   after free, or an overflow from the block before).  The rest of the
+   list is dropped: its blocks are lost, but none of them is handed out
+   twice.  */
+void *
+kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b)
+{
+  kp_misuse ("malloc", "corrupted free list (a freed block was written "
+             "to) at", b);
+  c->free = NULL;
+  c->used++;
+  kp_block_mark_live (b);
+  return b;
 }

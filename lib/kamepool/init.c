@@ -231,6 +231,7 @@ kp_process_init (void)
   /* Only ever switches it on: a program that set the policy before its
      first allocation keeps its choice.  */
   kp_decay_init ();
+  kp_misuse_init ();
   if (kp_os_env_flag ("KAME_POOL_STRICT_CAP", false))
     atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
   bool ok = kp_heap_process_init ();

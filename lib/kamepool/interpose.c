@@ -106,6 +106,7 @@ malloc_usable_size (void *ptr)
   if (ptr == NULL)
     return 0;
   if (!kp_owns (ptr))
-    return kp_libc_usable_size (ptr);
+    return kp_foreign_ok ("malloc_usable_size", ptr)
+           ? kp_libc_usable_size (ptr) : 0;
   return kp_usable_size (ptr);
 }

@@ -18,7 +18,10 @@
    threads free with one CAS onto the chunk's remote list, whose low
    bit is the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
    their own.  A flat radix map from region number to kind tells pool
-   memory, large mappings and foreign (libc) pointers apart.
+   memory, large mappings and foreign (libc) pointers apart.  Free
+   lists are safe-linked and freed blocks tagged, so that double,
+   interior and wild frees and writes into freed blocks are reported
+   (misuse.c; --disable-hardening takes the fast-path checks out).
 
    Memory-order contract.  Every field read or written by more than one
    thread is _Atomic and says, at its declaration, who writes it, who
@@ -105,13 +108,120 @@ KP_HIDDEN _Noreturn void kp_fatal (const char *file, int line,
 #else
 # define KP_EXPENSIVE_ASSERT(cond) ((void) 0)
 #endif
-/* Report misuse by the caller (a wild or double free) on stderr.  */
-KP_HIDDEN void kp_report (const char *what, const void *p);
+/* Write "kamepool: CALL(): WHAT 0x..." on stderr without allocating.  */
+KP_HIDDEN void kp_report (const char *call, const char *what, const void *p);
+
+/* ---- Heap misuse (misuse.c) -------------------------------------------- */
+
+#ifndef KP_HARDEN
+# define KP_HARDEN 1
+#endif
+/* The secrets of the encoded free-list links and of the free-block tag:
+   random and independent (a tag read through a dangling pointer tells
+   nothing of the links' key), stored once by kp_process_init before it
+   publishes the end of initialisation (release); every thread that
+   allocates or frees a pool block has acquired that since, so plain
+   loads see them.  */
+KP_HIDDEN extern uintptr_t kp_secret, kp_free_key;
+KP_HIDDEN void kp_misuse_init (void);
+/* Misuse by the caller of CALL ("free", "malloc", ...): writes
+   "kamepool: CALL(): WHAT 0x..." on stderr without allocating, then
+   aborts, unless KAME_POOL_ON_MISUSE=report: then the caller leaves the
+   heap as it was and returns.  */
+KP_HIDDEN void kp_misuse (const char *call, const char *what, const void *p);
+/* free, realloc and malloc_usable_size of a pointer that is not the
+   pool's: true when the C library could have allocated it (then it is
+   handed to the C library); false after reporting misuse.  */
+KP_HIDDEN bool kp_foreign_ok (const char *call, const void *p);
 
 /* ---- Blocks, chunks, regions ------------------------------------------ */
 
-typedef struct kp_block { struct kp_block *next; } kp_block_t;
+/* A free block: its first word links it to the next free block, its
+   second marks it free (hardening; every block has 16 bytes at least).
+   Both are encoded with the block's address and a per-process secret
+   (see kp_block_next below), so neither reads as a plain pointer.  */
+typedef struct kp_block
+{
+  uintptr_t link;
+  uintptr_t tag;
+} kp_block_t;
 typedef struct kp_heap kp_heap_t;
+
+/* The encoding of a free block's words (hardening): the link is stored
+   XORed with the block's address shifted right by 12 and a secret (as
+   glibc's safe-linking does, plus the secret), so that a stray write
+   into a freed block leaves a link that points outside the block's
+   region; the tag is a second secret, which a live block holds only if
+   its owner writes exactly that (as glibc's tcache key).  */
+KP_INLINE uintptr_t
+kp_link_key (const kp_block_t *b)
+{
+#if KP_HARDEN
+  return ((uintptr_t) b >> 12) ^ kp_secret;
+#else
+  (void) b;
+  return 0;
+#endif
+}
+
+KP_INLINE kp_block_t *
+kp_block_next (const kp_block_t *b)
+{
+  return (kp_block_t *) (b->link ^ kp_link_key (b));
+}
+
+KP_INLINE void
+kp_block_link (kp_block_t *b, const kp_block_t *next)
+{
+  b->link = (uintptr_t) next ^ kp_link_key (b);
+}
+
+KP_INLINE uintptr_t
+kp_free_tag (const kp_block_t *b)
+{
+  (void) b;
+  return kp_free_key;
+}
+
+/* B is free from now on / handed out from now on / marked free.  */
+KP_INLINE void
+kp_block_mark_free (kp_block_t *b)
+{
+#if KP_HARDEN
+  b->tag = kp_free_tag (b);
+#else
+  (void) b;
+#endif
+}
+
+KP_INLINE void
+kp_block_mark_live (kp_block_t *b)
+{
+#if KP_HARDEN
+  b->tag = 0;
+#else
+  (void) b;
+#endif
+}
+
+KP_INLINE bool
+kp_block_marked_free (const kp_block_t *b)
+{
+#if KP_HARDEN
+  return b->tag == kp_free_tag (b);
+#else
+  (void) b;
+  return false;
+#endif
+}
+
+/* NEXT, the decoded link of B, is not in B's region: the end of the list
+   (NULL), or a link overwritten while B was free.  */
+KP_INLINE bool
+kp_link_suspect (const kp_block_t *b, const kp_block_t *next)
+{
+  return (((uintptr_t) b ^ (uintptr_t) next) >> KP_REGION_SHIFT) != 0;
+}
 
 enum kp_chunk_kind
 {
@@ -139,28 +249,35 @@ enum kp_chunk_kind
 typedef struct kp_chunk
 {
   /* Line 0: owner-private fields, plain loads and stores, used only by
-     the thread that holds the OWNED bit.  */
-  kp_block_t *free;             /* owner LIFO free list */
+     the thread that holds the OWNED bit.  The owner's free reads the
+     first five.  */
+  kp_block_t *free;             /* owner LIFO free list (encoded links) */
   uint32_t used;                /* blocks handed out, not yet back on free */
-  uint32_t capacity;            /* blocks in the chunk */
+  uint16_t npurged;             /* bits set in purged (the decay) */
+  bool active;                  /* the owner's active chunk of its class */
+  bool full;                    /* on the owner heap's full list */
+  /* SMALL: 1 + UINT64_MAX / block size, so that an offset OFF into the
+     chunk starts a block exactly when OFF * divmagic < divmagic
+     (Lemire's divisibility test: no division on the free path); 0
+     while the decay holds pages of the chunk given back, which sends
+     every owner's free to kp_free_owned_check.  */
+  uint64_t divmagic;
   char *bump;                   /* next never-used byte (lazy carving) */
   char *limit;                  /* end of the chunk's data */
   struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
-  bool fostered;                /* taken over by a free, class not in use */
-  bool active;                  /* the owner's active chunk of its class */
-  bool full;                    /* on the owner heap's full list */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
      read relaxed by any freer, who only compares it with its own heap.  */
   _Atomic (kp_heap_t *) owner;
   kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
+  uint32_t capacity;            /* blocks in the chunk */
+  bool fostered;                /* taken over by a free, class not in use */
+  bool decayed;                 /* purged since it joined a partial list */
+  uint32_t idle_since;          /* decay clock when it joined that list */
   /* The decay (chunk.c, kp_chunk_purge): pages below BUMP given back to
      the kernel, one bit per page; every block that starts in such a
      page is free and off the free list until kp_chunk_carve links it
      again.  Owner-private; the statistics walk reads it racily.  */
   uint64_t purged[KP_PURGE_WORDS];
-  uint32_t idle_since;          /* decay clock when it joined a partial list */
-  uint16_t npurged;             /* bits set in purged */
-  bool decayed;                 /* purged since it joined that list */
 
   /* Line 1: the remote-free word, and the fields fixed while claimed.  */
   /* Remote frees push here (CAS acq_rel); the owner collects with an
@@ -411,6 +528,12 @@ KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
+/* The owner's free of B at offset OFF into C when the fast test saw
+   something to look at: report misuse, or free B.  */
+KP_HIDDEN void kp_free_owned_check (kp_chunk_t *c, kp_block_t *b,
+                                    uintptr_t off);
+/* Whether OFF, an offset into small chunk C, starts a block.  */
+KP_HIDDEN bool kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off);
 
 /* C, owned by the caller, can hand out a block: from its free list, by
    carving, or from a page the decay gave back.  */
@@ -510,6 +633,10 @@ KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);
 
+/* The pop of B, the head of C's free list, whose link was overwritten
+   while B was free: heap.c.  */
+KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
+
 /* malloc's fast path: one table lookup, one TLS load, a list pop.  */
 KP_INLINE void *
 kp_malloc (size_t n)
@@ -520,8 +647,13 @@ kp_malloc (size_t n)
       kp_block_t *b = c->free;
       if (kp_likely (b != NULL))
         {
-          c->free = b->next;
+          kp_block_t *next = kp_block_next (b);
+          if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
+              && next != NULL)
+            return kp_malloc_pop_bad (c, b);
+          c->free = next;
           c->used++;
+          kp_block_mark_live (b);
           return b;
         }
     }
@@ -531,12 +663,12 @@ kp_malloc (size_t n)
   return kp_malloc_refill (n);
 }
 
-/* Push P on the free list of C, a chunk this thread owns.  */
+/* Push B on the free list of C, a chunk this thread owns, unchecked.  */
 KP_INLINE void
-kp_free_owned (kp_chunk_t *c, void *p)
+kp_free_push (kp_chunk_t *c, kp_block_t *b)
 {
-  kp_block_t *b = p;
-  b->next = c->free;
+  kp_block_link (b, c->free);
+  kp_block_mark_free (b);
   c->free = b;
   /* A full chunk becomes the active one (kp_chunk_unfull); an empty
      chunk leaves, unless it is the active one: a malloc/free loop must
@@ -545,6 +677,28 @@ kp_free_owned (kp_chunk_t *c, void *p)
     kp_chunk_unfull (c);
   else if (kp_unlikely ((--c->used | (uint32_t) c->active) == 0))
     kp_chunk_retire (c);
+}
+
+/* Free P, at offset OFF into C, a chunk this thread owns.  Hardened, two
+   tests tell the common case from those that need a look: P is not the
+   start of a block, or the decay gave pages of C back (a block in them
+   is free, and its mark went with them: divmagic is 0 then); or P is
+   marked free already.  */
+KP_INLINE void
+kp_free_owned (kp_chunk_t *c, void *p, uintptr_t off)
+{
+  kp_block_t *b = p;
+#if KP_HARDEN
+  uint64_t m = c->divmagic;
+  if (kp_unlikely (off * m >= m) || kp_unlikely (kp_block_marked_free (b)))
+    {
+      kp_free_owned_check (c, b, off);
+      return;
+    }
+#else
+  (void) off;
+#endif
+  kp_free_push (c, b);
 }
 
 /* Free P, a block in a pool region: a plain push when this thread owns
@@ -567,7 +721,7 @@ kp_free_pool (void *p)
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
     {
-      kp_free_owned (c, p);
+      kp_free_owned (c, p, (uintptr_t) p & (KP_UNIT_SIZE - 1));
       return;
     }
   if (((uintptr_t) p & (KP_UNIT_SIZE - 1)) == 0
@@ -579,7 +733,7 @@ kp_free_pool (void *p)
     }
   c = kp_chunk_of (p);
   if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
-    kp_free_owned (c, p);
+    kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
   else
     kp_free_remote (c, p);
 }

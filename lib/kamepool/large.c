@@ -455,12 +455,22 @@ kp_large_free (void *p, int kind)
   kp_large_header_t *hdr = kp_large_header_any (p, kind);
   if (hdr == NULL)
     {
-      kp_libc_free (p);
+      /* Inside one of our mappings (its header is mapped while the
+         radix entry is set), or the C library's, in the same slot.  */
+      char *region = (char *) kp_region_of (p);
+      const kp_large_header_t *h = (const kp_large_header_t *)
+        (kind == KP_RADIX_LARGE_PREV ? region - kp_os_page_size () : region);
+      if ((h->magic == KP_LARGE_MAGIC || h->magic == KP_LARGE_CACHED)
+          && (const char *) p >= h->map_base
+          && (const char *) p < h->map_base + h->map_size)
+        kp_misuse ("free", "invalid pointer (inside a large block):", p);
+      else if (kp_foreign_ok ("free", p))
+        kp_libc_free (p);
       return;
     }
   if (hdr->magic == KP_LARGE_CACHED)
     {
-      kp_report ("invalid free (already freed):", p);
+      kp_misuse ("free", "double free of", p);
       return;
     }
   size_t map_size = hdr->map_size;

@@ -153,16 +153,20 @@ kp_format_pointer (char *buf, const void *p)
   buf[2 + n] = '\0';
 }
 
+/* One write for the whole line, so that the reports of two threads do
+   not interleave.  */
 void
-kp_report (const char *what, const void *p)
+kp_report (const char *call, const char *what, const void *p)
 {
-  char ptr[20];
+  char line[256], ptr[20];
   kp_format_pointer (ptr, p);
-  kp_os_write_stderr ("kamepool: ");
-  kp_os_write_stderr (what);
-  kp_os_write_stderr (" ");
-  kp_os_write_stderr (ptr);
-  kp_os_write_stderr ("\n");
+  const char *parts[] = { "kamepool: ", call, "(): ", what, " ", ptr, "\n" };
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    for (const char *s = parts[i]; *s != '\0' && n + 1 < sizeof line; s++)
+      line[n++] = *s;
+  line[n] = '\0';
+  kp_os_write_stderr (line);
 }
 
 _Noreturn void

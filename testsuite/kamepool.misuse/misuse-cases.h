@@ -1,0 +1,610 @@
+/* misuse-cases.h -- the misuse cases of misuse-abort.c (the default:
+   report, then abort) and misuse-report.c (KAME_POOL_ON_MISUSE=report:
+   report, leave the heap as it was, go on).  Each test runs one
+   scenario in a child (misuse.h) and names the exact line the pool
+   must write.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include "misuse.h"
+
+#if KM_REPORT
+# define KM_NAME(n) n##_is_reported_and_ignored
+#else
+# define KM_NAME(n) n##_aborts
+#endif
+#define KM_TEST(n) KT_TEST (KM_NAME (n))
+#define KM_CASE_(n) KT_CASE (n)
+#define KM_CASE(n) KM_CASE_ (KM_NAME (n))
+
+/* Enough 64-byte blocks to use up the chunk the misuse was in (4096
+   blocks a chunk) and carve another two.  */
+#define N64 (3 * 4096)
+
+/* ---- Double frees ------------------------------------------------------ */
+
+static void
+sc_double_free_64 (void)
+{
+  void *p = km_block (64, 1);
+  kame_pool_free (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (double_free_of_a_64_b_block)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_64, "free", "double free of");
+}
+
+static void
+sc_double_free_64_between (void)
+{
+  void *p = km_block (64, 1);
+  void *q = km_block (64, 2);
+  kame_pool_free (p);
+  kame_pool_free (q);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (double_free_of_a_64_b_block_with_a_free_in_between)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_64_between, "free", "double free of");
+}
+
+/* The size of the block of sc_double_free, and how many blocks of that
+   size km_no_block_twice takes afterwards.  */
+static size_t km_size, km_count;
+
+static void
+sc_double_free (void)
+{
+  void *keep = km_block (km_size, 7);
+  void *p = km_block (km_size, 8);
+  kame_pool_free (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_intact (keep, km_size, 7);
+  km_no_block_twice (km_size, km_count, &keep, 1);
+}
+
+/* A small class with chunks of several blocks: the owner's free.  */
+KM_TEST (double_free_of_a_4_kib_block)
+{
+  KM_NEEDS_HARDENING;
+  km_size = 4 * KIB, km_count = 512;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+/* A dedicated chunk in the large cache.  */
+KM_TEST (double_free_of_a_64_kib_block)
+{
+  km_size = 64 * KIB, km_count = 24;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+KM_TEST (double_free_of_a_1_mib_block)
+{
+  km_size = MIB, km_count = 8;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+/* A mapping of its own, in the cache.  */
+KM_TEST (double_free_of_an_8_mib_block)
+{
+  km_size = 8 * MIB, km_count = 4;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+/* A huge mapping (above a region), in the cache.  */
+KM_TEST (double_free_of_a_64_mib_block)
+{
+  km_size = 64 * MIB, km_count = 3;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+static void
+sc_double_free_uncached (void)
+{
+  kame_pool_set_large_cache_cap (0);
+  sc_double_free ();
+}
+
+/* With no cache the first free unmaps the block: the second finds
+   nothing there.  */
+KM_TEST (double_free_of_an_unmapped_8_mib_block)
+{
+  km_size = 8 * MIB, km_count = 4;
+  KM_EXPECT (sc_double_free_uncached, "free", "invalid pointer (unmapped):");
+}
+
+static void
+sc_double_free_second_remote (void)
+{
+  void *p = km_block (64, 1);
+  kame_pool_free (p);
+  km_misusing (p);
+  km_in_thread (km_free_thread, p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+/* The remote free trusts the tag the owner's free wrote.  */
+KM_TEST (double_free_of_a_64_b_block_the_second_by_another_thread)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_second_remote, "free", "double free of");
+}
+
+static void
+sc_double_free_first_remote (void)
+{
+  void *p = km_block (64, 1);
+  km_in_thread (km_free_thread, p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+/* The owner finds the block on the chunk's remote list.  */
+KM_TEST (double_free_of_a_64_b_block_the_first_by_another_thread)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_first_remote, "free", "double free of");
+}
+
+static void *
+km_free_twice_thread (void *p)
+{
+  kame_pool_free (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  return NULL;
+}
+
+static void
+sc_double_free_both_remote (void)
+{
+  void *p = km_block (64, 1);
+  km_in_thread (km_free_twice_thread, p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (double_free_of_a_64_b_block_both_by_another_thread)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_both_remote, "free", "double free of");
+}
+
+static void *km_kept, *km_freed;
+
+static void *
+km_alloc_free_exit_thread (void *arg)
+{
+  (void) arg;
+  km_kept = kame_pool_malloc (64);
+  km_freed = kame_pool_malloc (64);
+  if (km_kept == NULL || km_freed == NULL)
+    return "malloc failed";
+  kame_pool_free (km_freed);
+  return NULL;
+}
+
+static void
+sc_double_free_after_exit (void)
+{
+  /* The thread exits with one block live: its chunk is abandoned, not
+     released.  */
+  km_in_thread (km_alloc_free_exit_thread, NULL);
+  km_misusing (km_freed);
+  kame_pool_free (km_freed);
+  km_no_block_twice (64, N64, &km_kept, 1);
+}
+
+KM_TEST (double_free_of_a_64_b_block_after_its_thread_exited)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_after_exit, "free", "double free of");
+}
+
+/* ---- Frees of pointers that start no block ----------------------------- */
+
+static void
+sc_interior_64 (void)
+{
+  char *p = km_block (64, 3);
+  km_misusing (p + 16);
+  kame_pool_free (p + 16);
+  km_intact (p, 64, 3);
+  void *live = p;
+  km_no_block_twice (64, N64, &live, 1);
+}
+
+KM_TEST (free_16_bytes_into_a_64_b_block)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_interior_64, "free",
+             "invalid pointer (not the start of a block):");
+}
+
+static void
+sc_interior_64_remote (void)
+{
+  char *p = km_block (64, 3);
+  km_misusing (p + 16);
+  km_in_thread (km_free_thread, p + 16);
+  km_intact (p, 64, 3);
+  void *live = p;
+  km_no_block_twice (64, N64, &live, 1);
+}
+
+/* The remote free divides: no hardening needed.  */
+KM_TEST (free_16_bytes_into_a_64_b_block_from_another_thread)
+{
+  KM_EXPECT (sc_interior_64_remote, "free",
+             "invalid pointer (not the start of a block):");
+}
+
+static void
+sc_interior_200k (void)
+{
+  char *p = km_block (200 * KIB, 4);
+  km_misusing (p + 100 * KIB);
+  kame_pool_free (p + 100 * KIB);
+  km_intact (p, 200 * KIB, 4);
+  void *live = p;
+  km_no_block_twice (200 * KIB, 16, &live, 1);
+}
+
+KM_TEST (free_inside_a_200_kb_block)
+{
+  KM_EXPECT (sc_interior_200k, "free",
+             "invalid pointer (inside a large block):");
+}
+
+static void
+sc_interior_8m (void)
+{
+  char *p = kame_pool_malloc (8 * MIB);
+  if (p == NULL)
+    KM_FAIL ("malloc (8 MiB) failed");
+  p[0] = 9;
+  km_misusing (p + MIB);
+  kame_pool_free (p + MIB);
+  if (p[0] != 9 || kame_pool_malloc_usable_size (p) < 8 * MIB)
+    KM_FAIL ("the 8 MiB block changed");
+  void *live = p;
+  km_no_block_twice (8 * MIB, 4, &live, 1);
+}
+
+/* Inside a mapping of its own: the mapping's header, at the start of
+   its region, tells the pool's interior pointer from one of the C
+   library's in the same 32 MiB slot.  */
+KM_TEST (free_inside_an_8_mib_block)
+{
+  KM_EXPECT (sc_interior_8m, "free",
+             "invalid pointer (inside a large block):");
+}
+
+static void
+sc_metadata (void)
+{
+  void *p = km_block (64, 5);
+  char *region = (char *) ((uintptr_t) p & ~(uintptr_t) (REGION - 1));
+  /* Unit 0 of a region holds its metadata, never a block.  */
+  km_misusing (region + 64);
+  kame_pool_free (region + 64);
+  km_intact (p, 64, 5);
+  km_no_block_twice (64, N64, &p, 1);
+}
+
+KM_TEST (free_into_region_metadata)
+{
+  KM_EXPECT (sc_metadata, "free",
+             "invalid pointer (not an allocated block):");
+}
+
+/* ---- Pointers that are nobody's ---------------------------------------- */
+
+static void
+sc_stack (void)
+{
+  /* A dynamic alloca is on the thread's own stack even where the
+     address sanitizer moves fixed-size locals to a fake stack.  */
+  char *buf = alloca (64);
+  KM_OPAQUE (buf);
+  kt_paint (buf, 64, 6);
+  km_misusing (buf);
+  kame_pool_free (buf);
+  if (!kt_painted (buf, 64, 6))
+    KM_FAIL ("the stack buffer was changed");
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (free_of_a_stack_address)
+{
+  KM_EXPECT (sc_stack, "free", "invalid pointer (on the stack):");
+}
+
+static void *
+km_stack_thread (void *arg)
+{
+  (void) arg;
+  char *buf = alloca (64);
+  KM_OPAQUE (buf);
+  km_misusing (buf);
+  kame_pool_free (buf);
+  return NULL;
+}
+
+static void
+sc_thread_stack (void)
+{
+  km_in_thread (km_stack_thread, NULL);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (free_of_a_stack_address_in_another_thread)
+{
+  KM_EXPECT (sc_thread_stack, "free", "invalid pointer (on the stack):");
+}
+
+static void
+sc_unmapped (void)
+{
+  char *m = mmap (NULL, 4096, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED || munmap (m, 4096) != 0)
+    KM_FAIL ("mmap or munmap failed");
+  km_misusing (m + 64);
+  kame_pool_free (m + 64);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (free_of_an_unmapped_address)
+{
+  KM_EXPECT (sc_unmapped, "free", "invalid pointer (unmapped):");
+}
+
+static _Alignas (64) char km_static[256];
+
+static void
+sc_misaligned (void)
+{
+  char *p = km_static + 72;
+  KM_OPAQUE (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (free_of_a_misaligned_pointer)
+{
+  KM_EXPECT (sc_misaligned, "free",
+             "invalid pointer (misaligned; no allocator's block):");
+}
+
+static void
+sc_static (void)
+{
+  char *p = km_static + 64;
+  KM_OPAQUE (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+/* The zeros before it are no C library's block header.  */
+KM_TEST (free_of_a_static_buffer)
+{
+  KM_NEEDS_INTERPOSE ("free of a static buffer");
+  KM_EXPECT (sc_static, "free",
+             "invalid pointer (not allocated by the pool or the C "
+             "library):");
+}
+
+/* ---- realloc ----------------------------------------------------------- */
+
+/* realloc (P, N) was refused: NULL and EINVAL.  */
+static void
+km_realloc_refused (void *p, size_t n)
+{
+  errno = 0;
+  void *q = kame_pool_realloc (p, n);
+  if (q != NULL || errno != EINVAL)
+    KM_FAIL ("realloc (%p, %zu) gave %p, errno %d, not NULL and EINVAL",
+             p, n, q, errno);
+}
+
+static void
+sc_realloc_interior (void)
+{
+  char *p = km_block (64, 3);
+  km_misusing (p + 16);
+  km_realloc_refused (p + 16, 200);
+  km_intact (p, 64, 3);
+  void *live = p;
+  km_no_block_twice (64, N64, &live, 1);
+}
+
+KM_TEST (realloc_of_a_pointer_16_bytes_into_a_64_b_block)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_realloc_interior, "realloc",
+             "invalid pointer (not the start of a block):");
+}
+
+static void
+sc_realloc_interior_200k (void)
+{
+  char *p = km_block (200 * KIB, 4);
+  km_misusing (p + 100 * KIB);
+  km_realloc_refused (p + 100 * KIB, 300 * KIB);
+  km_intact (p, 200 * KIB, 4);
+  void *live = p;
+  km_no_block_twice (200 * KIB, 16, &live, 1);
+}
+
+KM_TEST (realloc_inside_a_200_kb_block)
+{
+  KM_EXPECT (sc_realloc_interior_200k, "realloc",
+             "invalid pointer (not an allocated block):");
+}
+
+static void
+sc_realloc_freed (void)
+{
+  void *p = km_block (64, 3);
+  kame_pool_free (p);
+  km_misusing (p);
+  km_realloc_refused (p, 200);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+KM_TEST (realloc_of_a_freed_64_b_block)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_realloc_freed, "realloc",
+             "invalid pointer (freed already):");
+}
+
+static void
+sc_realloc_freed_64k (void)
+{
+  void *p = km_block (64 * KIB, 3);
+  kame_pool_free (p);
+  km_misusing (p);
+  km_realloc_refused (p, 100 * KIB);
+  km_no_block_twice (64 * KIB, 24, NULL, 0);
+}
+
+/* Its chunk waits in the large cache.  */
+KM_TEST (realloc_of_a_freed_64_kib_block)
+{
+  KM_EXPECT (sc_realloc_freed_64k, "realloc",
+             "invalid pointer (not an allocated block):");
+}
+
+static void
+sc_realloc_stack (void)
+{
+  char *buf = alloca (64);
+  KM_OPAQUE (buf);
+  kt_paint (buf, 64, 6);
+  km_misusing (buf);
+  km_realloc_refused (buf, 100);
+  if (!kt_painted (buf, 64, 6))
+    KM_FAIL ("the stack buffer was changed");
+}
+
+KM_TEST (realloc_of_a_stack_address)
+{
+  KM_EXPECT (sc_realloc_stack, "realloc", "invalid pointer (on the stack):");
+}
+
+/* ---- A freed block written to ------------------------------------------ */
+
+static void
+sc_overflow (void)
+{
+  /* Two neighbours A and B (the chunk carves in address order).  */
+  static void *spare[256];
+  size_t nspare = 0;
+  char *a = NULL, *b = NULL;
+  while (nspare < 256)
+    {
+      char *x = km_block (64, 1);
+      char *y = km_block (64, 2);
+      if (y == x + 64)
+        {
+          a = x, b = y;
+          break;
+        }
+      spare[nspare++] = x;
+      spare[nspare++] = y;
+    }
+  if (a == NULL)
+    KM_FAIL ("no two 64-byte blocks next to each other");
+  kame_pool_free (b);
+  /* 16 bytes too many: B's link and tag.  */
+  char *w = a;
+  KM_OPAQUE (w);
+  memset (w, 'A', 64 + 16);
+  KM_OPAQUE (w);
+  km_misusing (b);
+  void *c1 = kame_pool_malloc (64);
+  void *c2 = kame_pool_malloc (64);
+  if (c1 == NULL || c2 == NULL || c1 == c2)
+    KM_FAIL ("malloc (64) twice after the overflow: %p and %p", c1, c2);
+  void *live[258] = { a, c1, c2 };
+  memcpy (live + 3, spare, nspare * sizeof *spare);
+  km_no_block_twice (64, N64, live, 3 + nspare);
+}
+
+/* The next malloc pops B, decodes garbage, reports it and drops the
+   rest of the list (a leak, never a block handed out twice).  */
+KM_TEST (overflow_into_a_freed_neighbour)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_overflow, "malloc",
+             "corrupted free list (a freed block was written to) at");
+}
+
+/* ---- malloc_usable_size ------------------------------------------------ */
+
+static void
+sc_usable_size_stack (void)
+{
+  char *buf = alloca (64);
+  KM_OPAQUE (buf);
+  km_misusing (buf);
+  size_t u = malloc_usable_size (buf);
+  if (u != 0)
+    KM_FAIL ("malloc_usable_size of a stack address: %zu", u);
+}
+
+/* Only the interposed malloc_usable_size checks: the pool's own
+   kame_pool_malloc_usable_size answers 0 for any pointer it does not
+   own, as documented.  */
+KM_TEST (malloc_usable_size_of_a_stack_address)
+{
+  KM_NEEDS_INTERPOSE ("malloc_usable_size of a stack address");
+  KM_EXPECT (sc_usable_size_stack, "malloc_usable_size",
+             "invalid pointer (on the stack):");
+}
+
+KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
+         KM_CASE (double_free_of_a_64_b_block_with_a_free_in_between),
+         KM_CASE (double_free_of_a_4_kib_block),
+         KM_CASE (double_free_of_a_64_kib_block),
+         KM_CASE (double_free_of_a_1_mib_block),
+         KM_CASE (double_free_of_an_8_mib_block),
+         KM_CASE (double_free_of_a_64_mib_block),
+         KM_CASE (double_free_of_an_unmapped_8_mib_block),
+         KM_CASE (double_free_of_a_64_b_block_the_second_by_another_thread),
+         KM_CASE (double_free_of_a_64_b_block_the_first_by_another_thread),
+         KM_CASE (double_free_of_a_64_b_block_both_by_another_thread),
+         KM_CASE (double_free_of_a_64_b_block_after_its_thread_exited),
+         KM_CASE (free_16_bytes_into_a_64_b_block),
+         KM_CASE (free_16_bytes_into_a_64_b_block_from_another_thread),
+         KM_CASE (free_inside_a_200_kb_block),
+         KM_CASE (free_inside_an_8_mib_block),
+         KM_CASE (free_into_region_metadata),
+         KM_CASE (free_of_a_stack_address),
+         KM_CASE (free_of_a_stack_address_in_another_thread),
+         KM_CASE (free_of_an_unmapped_address),
+         KM_CASE (free_of_a_misaligned_pointer),
+         KM_CASE (free_of_a_static_buffer),
+         KM_CASE (realloc_of_a_pointer_16_bytes_into_a_64_b_block),
+         KM_CASE (realloc_inside_a_200_kb_block),
+         KM_CASE (realloc_of_a_freed_64_b_block),
+         KM_CASE (realloc_of_a_freed_64_kib_block),
+         KM_CASE (realloc_of_a_stack_address),
+         KM_CASE (overflow_into_a_freed_neighbour),
+         KM_CASE (malloc_usable_size_of_a_stack_address))

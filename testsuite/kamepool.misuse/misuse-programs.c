@@ -1,0 +1,259 @@
+/* misuse-programs.c -- kamepool.misuse: no false alarms.  sort and
+   python3, with the built libkamepool.so in LD_PRELOAD and the default
+   KAME_POOL_ON_MISUSE (abort), work through generated input, with
+   threads and blocks freed by other threads, once with the default
+   decay and once with KAME_POOL_DECAY_MS=0 (pages given back all the
+   time); each must exit 0 with nothing on stderr.  The witness that a
+   report would be seen: python3 freeing a 64 KiB block twice through
+   ctypes gets the report on its stderr (a check of every build).  A program that is not installed
+   makes its test UNSUPPORTED.
+   kptest-requires: interpose
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#define _GNU_SOURCE 1
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+
+extern char **environ;
+
+static char workdir[] = "/tmp/kptest-misuse-XXXXXX";
+static char library[4096];
+
+/* Find the library (this program is linked against the built one) and
+   make the scratch directory.  */
+static bool
+setup (void)
+{
+  Dl_info info;
+  if (dladdr ((void *) kame_pool_malloc, &info) == 0
+      || info.dli_fname == NULL || info.dli_fname[0] != '/'
+      || strlen (info.dli_fname) >= sizeof library)
+    return false;
+  strcpy (library, info.dli_fname);
+  return mkdtemp (workdir) != NULL;
+}
+
+static void
+remove_workdir (void)
+{
+  char cmd[256];
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", workdir);
+  if (system (cmd) != 0)
+    printf ("could not remove %s\n", workdir);
+}
+
+/* PROG in /usr/bin, /bin or PATH, or NULL.  */
+static const char *
+find_program (const char *prog)
+{
+  static char path[4096];
+  const char *dirs = getenv ("PATH");
+  char all[8192];
+  snprintf (all, sizeof all, "/usr/bin:/bin:%s", dirs != NULL ? dirs : "");
+  for (char *save = NULL, *d = strtok_r (all, ":", &save); d != NULL;
+       d = strtok_r (NULL, ":", &save))
+    {
+      snprintf (path, sizeof path, "%s/%s", d, prog);
+      if (access (path, X_OK) == 0)
+        return path;
+    }
+  return NULL;
+}
+
+/* Run ARGV with the library in LD_PRELOAD, this environment without
+   LD_PRELOAD and KAME_POOL_*, plus EXTRA (a KAME_POOL_ setting, or
+   NULL); stdin from IN, stdout to /dev/null, stderr into ERR.  The
+   wait status, or -1.  */
+static int
+run_preloaded (char *const argv[], const char *extra, const char *in,
+               char *err, size_t size)
+{
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **env = calloc (n + 3, sizeof *env);
+  if (env == NULL)
+    return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp (environ[i], "LD_PRELOAD=", 11) != 0
+        && strncmp (environ[i], "KAME_POOL_", 10) != 0)
+      env[k++] = environ[i];
+  char preload[4200];
+  snprintf (preload, sizeof preload, "LD_PRELOAD=%s", library);
+  env[k++] = preload;
+  if (extra != NULL)
+    env[k++] = (char *) extra;
+  env[k] = NULL;
+  int fd[2];
+  if (pipe (fd) != 0)
+    {
+      free (env);
+      return -1;
+    }
+  fflush (stdout);
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      int fi = open (in != NULL ? in : "/dev/null", O_RDONLY);
+      int fo = open ("/dev/null", O_WRONLY);
+      if (fi < 0 || fo < 0)
+        _exit (126);
+      dup2 (fi, 0);
+      dup2 (fo, 1);
+      dup2 (fd[1], 2);
+      close (fd[0]);
+      execve (argv[0], argv, env);
+      _exit (127);
+    }
+  free (env);
+  close (fd[1]);
+  if (pid < 0)
+    {
+      close (fd[0]);
+      return -1;
+    }
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read (fd[0], err + len, size - 1 - len)) > 0
+         || (r < 0 && errno == EINTR))
+    if (r > 0)
+      len += (size_t) r;
+  err[len] = '\0';
+  close (fd[0]);
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return status;
+}
+
+/* ARGV exits 0 and is silent on stderr, with the default decay and
+   with none; false after printing why.  */
+static bool
+clean_run (char *const argv[], const char *in)
+{
+  static const char *const decay[] = { NULL, "KAME_POOL_DECAY_MS=0" };
+  static char err[8192];
+  for (size_t i = 0; i < 2; i++)
+    {
+      int status = run_preloaded (argv, decay[i], in, err, sizeof err);
+      if (status == -1 || !WIFEXITED (status) || WEXITSTATUS (status) != 0
+          || err[0] != '\0')
+        {
+          printf ("%s%s%s: status %#x, stderr \"%.1000s\"\n", argv[0],
+                  decay[i] != NULL ? " with " : "",
+                  decay[i] != NULL ? decay[i] : "", (unsigned) status,
+                  err);
+          return false;
+        }
+    }
+  return true;
+}
+
+#define NEED_PROGRAM(var, name)                                         \
+  const char *var##_found = find_program (name);                        \
+  if (var##_found == NULL)                                              \
+    KT_UNSUPPORTED ("%s is not installed", name);                       \
+  char var[4096];                                                       \
+  snprintf (var, sizeof var, "%s", var##_found)
+
+KT_TEST (sort_under_the_pool_reports_no_misuse)
+{
+  NEED_PROGRAM (sort, "sort");
+  KT_CHECK (setup ());
+  char input[512];
+  snprintf (input, sizeof input, "%s/lines", workdir);
+  FILE *f = fopen (input, "w");
+  KT_CHECK (f != NULL);
+  uint64_t x = 88172645463325252u;
+  for (int i = 0; i < 300000; i++)
+    {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      fprintf (f, "%016jx %d %.*s\n", (uintmax_t) x, i, (int) (x % 60),
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "0123456789");
+    }
+  KT_CHECK_EQ (fclose (f), 0);
+  /* Small buffers, temporary files and two threads: many blocks of
+     every size, merged and freed across threads.  */
+  char buffer[] = "-S2M", parallel[] = "--parallel=2", key[] = "-k2,2n";
+  char tmp[600];
+  snprintf (tmp, sizeof tmp, "-T%s", workdir);
+  char *argv[] = { sort, buffer, parallel, tmp, key, NULL };
+  bool ok = clean_run (argv, input);
+  remove_workdir ();
+  KT_CHECK (ok);
+}
+
+KT_TEST (python3_under_the_pool_reports_no_misuse)
+{
+  NEED_PROGRAM (python, "python3");
+  KT_CHECK (setup ());
+  char *argv[] = {
+    python, "-c",
+    "import json, collections, threading, queue, re\n"
+    "d = {str(i): [i * j for j in range(i % 50)] for i in range(30000)}\n"
+    "s = json.dumps(d, sort_keys=True)\n"
+    "c = collections.Counter(re.findall(r'\\d+', s))\n"
+    "q = queue.Queue()\n"
+    "def make(n):\n"
+    "    for k in range(20000):\n"
+    "        q.put(bytearray(k % 3000) + str(n).encode())\n"
+    "def take():\n"
+    "    for k in range(4 * 20000):\n"
+    "        q.get()\n"
+    "ts = [threading.Thread(target=make, args=(i,)) for i in range(4)]\n"
+    "ts.append(threading.Thread(target=take))\n"
+    "for t in ts: t.start()\n"
+    "for t in ts: t.join()\n"
+    "big = bytearray(6 << 20)\n"
+    "big[::4093] = b'x' * len(big[::4093])\n"
+    "print(len(s), len(c), big.count(b'x'))\n",
+    NULL
+  };
+  bool ok = clean_run (argv, NULL);
+  remove_workdir ();
+  KT_CHECK (ok);
+}
+
+/* The other side: the same set-up does see a report.  */
+KT_TEST (python3_double_free_under_the_pool_is_reported)
+{
+  NEED_PROGRAM (python, "python3");
+  KT_CHECK (setup ());
+  char *argv[] = {
+    python, "-c",
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None)\n"
+    "libc.malloc.restype = ctypes.c_void_p\n"
+    "libc.free.argtypes = [ctypes.c_void_p]\n"
+    "p = libc.malloc(65536)\n"
+    "libc.free(p)\n"
+    "libc.free(p)\n",
+    NULL
+  };
+  static char err[8192];
+  int status = run_preloaded (argv, "KAME_POOL_ON_MISUSE=report", NULL, err,
+                              sizeof err);
+  remove_workdir ();
+  if (status == -1 || !WIFEXITED (status) || WEXITSTATUS (status) != 0
+      || strncmp (err, "kamepool: free(): double free of 0x", 35) != 0
+      || strchr (err, '\n') != err + strlen (err) - 1)
+    KT_FAILF ("status %#x, stderr \"%.300s\"", (unsigned) status, err);
+}
+
+KT_MAIN (KT_CASE (sort_under_the_pool_reports_no_misuse),
+         KT_CASE (python3_under_the_pool_reports_no_misuse),
+         KT_CASE (python3_double_free_under_the_pool_is_reported))

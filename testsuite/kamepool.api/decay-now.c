@@ -23,15 +23,6 @@
 static char *blk[NBLK];
 static bool live[NBLK];
 
-static size_t
-kt_class_of (const kame_pool_stats_t *s, size_t size)
-{
-  for (size_t i = 0; i < s->nclasses; i++)
-    if (s->classes[i].block_size == size)
-      return i;
-  return SIZE_MAX;
-}
-
 static bool
 kt_resident (uintptr_t page)
 {
@@ -50,13 +41,6 @@ kt_page_free (uintptr_t page)
         && (uintptr_t) blk[i] + SIZE > page)
       return false;
   return true;
-}
-
-static int
-kt_cmp (const void *a, const void *b)
-{
-  uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
-  return x < y ? -1 : x > y;
 }
 
 /* The 1 KiB class's row before the test: the main thread may hold a
@@ -109,7 +93,7 @@ kt_half_free (void *arg)
       if (b != a)
         pages[np++] = b;
     }
-  qsort (pages, np, sizeof *pages, kt_cmp);
+  qsort (pages, np, sizeof *pages, kt_cmp_uintptr);
   size_t nfree = 0, kept = 0;
   for (size_t i = 0; i < np; i++)
     {
@@ -136,7 +120,7 @@ kt_half_free (void *arg)
                 s1.purge_calls - s0.purge_calls, nfree);
       return msg;
     }
-  size_t k = kt_class_of (&s1, SIZE);
+  size_t k = kt_pool_class (&s1, SIZE);
   if (k == SIZE_MAX)
     return "no 1 KiB class";
   size_t live1 = s1.classes[k].live_blocks - before.live_blocks;
@@ -183,7 +167,7 @@ kt_half_free (void *arg)
                 s2.classes[k].free_blocks - free0);
       return msg;
     }
-  qsort (blk, NBLK, sizeof *blk, kt_cmp);
+  qsort (blk, NBLK, sizeof *blk, kt_cmp_uintptr);
   for (size_t i = 1; i < NBLK; i++)
     if (blk[i] == blk[i - 1])
       return "one block handed out twice";
@@ -197,7 +181,7 @@ KT_TEST (decay_gives_back_the_pages_with_no_live_block)
   pthread_t t;
   void *err;
   kame_pool_stats_t s = kt_pool_stats ();
-  size_t k = kt_class_of (&s, SIZE);
+  size_t k = kt_pool_class (&s, SIZE);
   KT_CHECK (k != SIZE_MAX);
   before = s.classes[k];
   KT_CHECK (pthread_create (&t, NULL, kt_half_free, NULL) == 0);

@@ -108,19 +108,9 @@ run_capturing_stderr (void (*fn) (void), char *buf, size_t size)
       _exit (0);
     }
   close (fd[1]);
-  size_t len = 0;
-  ssize_t r;
-  while ((r = read (fd[0], buf + len, size - 1 - len)) > 0
-         || (r < 0 && errno == EINTR))
-    if (r > 0)
-      len += (size_t) r;
-  buf[len] = '\0';
-  close (fd[0]);
+  kt_read_all (fd[0], buf, size);
   int status;
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return status;
+  return kt_wait (pid, &status) ? status : -1;
 }
 
 /* After a bad free the pool must still allocate and free normally.  */

@@ -307,15 +307,6 @@ KT_TEST (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1)
 
 /* ---- Version 3: where the memory goes -------------------------------- */
 
-static size_t
-kt_class_index (const kame_pool_stats_t *s, size_t size)
-{
-  for (size_t i = 0; i < s->nclasses; i++)
-    if (s->classes[i].block_size == size)
-      return i;
-  return SIZE_MAX;
-}
-
 #define BD_SIZE ((size_t) 3584)  /* one block per page-sized carve */
 #define BD_N 60                 /* of 73 in a one-unit chunk */
 static char *bd_blk[BD_N];
@@ -345,7 +336,7 @@ kt_breakdown_owner (void *arg)
 KT_TEST (stats_break_down_a_class_exactly)
 {
   kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = kt_class_index (&s0, BD_SIZE);
+  size_t k = kt_pool_class (&s0, BD_SIZE);
   KT_CHECK (k != SIZE_MAX);
   KT_CHECK_EQ (s0.classes[k].chunks, 0);
   const size_t resident = (BD_N * BD_SIZE + PAGE - 1) / PAGE * PAGE;

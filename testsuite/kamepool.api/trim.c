@@ -21,22 +21,6 @@
 
 #define PAGE ((uintptr_t) 4096)
 
-static size_t
-kt_class_of (const kame_pool_stats_t *s, size_t size)
-{
-  for (size_t i = 0; i < s->nclasses; i++)
-    if (s->classes[i].block_size == size)
-      return i;
-  return SIZE_MAX;
-}
-
-static int
-kt_cmp (const void *a, const void *b)
-{
-  uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
-  return x < y ? -1 : x > y;
-}
-
 /* The distinct pages that the N blocks of SIZE bytes at BLK touch, in
    PAGES (room for 2 N), sorted; their number.  */
 static size_t
@@ -47,7 +31,7 @@ kt_pages_of (char *const *blk, size_t n, size_t size, uintptr_t *pages)
     for (uintptr_t p = (uintptr_t) blk[i] & ~(PAGE - 1);
          p < (uintptr_t) blk[i] + size; p += PAGE)
       pages[np++] = p;
-  qsort (pages, np, sizeof *pages, kt_cmp);
+  qsort (pages, np, sizeof *pages, kt_cmp_uintptr);
   size_t out = 0;
   for (size_t i = 0; i < np; i++)
     if (out == 0 || pages[out - 1] != pages[i])
@@ -105,7 +89,7 @@ kt_trim_after_free (void *arg)
   kame_pool_stats_t s1 = kt_pool_stats ();
   int r2 = kame_pool_trim (0);
   kame_pool_stats_t s2 = kt_pool_stats ();
-  size_t k = kt_class_of (&s1, 208);
+  size_t k = kt_pool_class (&s1, 208);
   printf ("%zu pages of blocks: %zu resident live, %zu freed, %zu trimmed; "
           "dirty %zu -> %zu KiB, purged %zu pages\n", np, live, freed,
           trimmed, s0.dirty_bytes >> 10, s1.dirty_bytes >> 10,

@@ -76,22 +76,12 @@ run_with (const char *value, int *status, char *err, size_t size,
     }
   close (ep[1]);
   close (pp[1]);
-  size_t len = 0;
-  ssize_t r;
-  while ((r = read (ep[0], err + len, size - 1 - len)) > 0
-         || (r < 0 && errno == EINTR))
-    if (r > 0)
-      len += (size_t) r;
-  err[len] = '\0';
-  close (ep[0]);
+  kt_read_all (ep[0], err, size);
   *ptr = 0;
   if (read (pp[0], ptr, sizeof *ptr) != (ssize_t) sizeof *ptr)
     *ptr = 0;
   close (pp[0]);
-  while (waitpid (pid, status, 0) < 0)
-    if (errno != EINTR)
-      return false;
-  return true;
+  return kt_wait (pid, status);
 }
 
 /* With KAME_POOL_ON_MISUSE=VALUE: stderr is WARNING (or nothing) then

@@ -122,19 +122,9 @@ run_preloaded (char *const argv[], const char *extra, const char *in,
       close (fd[0]);
       return -1;
     }
-  size_t len = 0;
-  ssize_t r;
-  while ((r = read (fd[0], err + len, size - 1 - len)) > 0
-         || (r < 0 && errno == EINTR))
-    if (r > 0)
-      len += (size_t) r;
-  err[len] = '\0';
-  close (fd[0]);
+  kt_read_all (fd[0], err, size);
   int status;
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return status;
+  return kt_wait (pid, &status) ? status : -1;
 }
 
 /* ARGV exits 0 and is silent on stderr, with the default decay and

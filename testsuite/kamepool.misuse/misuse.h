@@ -139,18 +139,8 @@ km_run (void (*fn) (void), int *status, char *err, size_t size)
       _exit (0);
     }
   close (fd[1]);
-  size_t len = 0;
-  ssize_t r;
-  while ((r = read (fd[0], err + len, size - 1 - len)) > 0
-         || (r < 0 && errno == EINTR))
-    if (r > 0)
-      len += (size_t) r;
-  err[len] = '\0';
-  close (fd[0]);
-  while (waitpid (pid, status, 0) < 0)
-    if (errno != EINTR)
-      return false;
-  return true;
+  kt_read_all (fd[0], err, size);
+  return kt_wait (pid, status);
 }
 
 /* Describe wait status S in BUF.  */

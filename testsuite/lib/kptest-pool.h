@@ -16,6 +16,25 @@ kt_pool_stats (void)
   return s;
 }
 
+/* The row of kame_pool_stats_t.classes whose blocks have SIZE bytes,
+   or SIZE_MAX.  */
+static inline size_t
+kt_pool_class (const kame_pool_stats_t *s, size_t size)
+{
+  for (size_t i = 0; i < s->nclasses; i++)
+    if (s->classes[i].block_size == size)
+      return i;
+  return SIZE_MAX;
+}
+
+/* qsort's comparison of two uintptr_t (or pointers).  */
+static inline int
+kt_cmp_uintptr (const void *a, const void *b)
+{
+  uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
+  return x < y ? -1 : x > y;
+}
+
 /* Whether plain malloc is the pool's (an interposing build) or not (a
    sanitizer build, where the sanitizer owns malloc and the pool's
    foreign pointers come from and go back to that malloc).  */

@@ -21,6 +21,7 @@
 #ifndef KPTEST_H
 #define KPTEST_H 1
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -141,6 +142,31 @@ kt_proc_status_kib (const char *field)
 }
 
 /* Run one test in this process and print its result.  */
+/* Read FD to its end into BUF (SIZE bytes, the terminating NUL
+   included) and close it: a child's stderr.  */
+static __attribute__ ((__unused__)) void
+kt_read_all (int fd, char *buf, size_t size)
+{
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read (fd, buf + len, size - 1 - len)) > 0
+         || (r < 0 && errno == EINTR))
+    if (r > 0)
+      len += (size_t) r;
+  buf[len] = '\0';
+  close (fd);
+}
+
+/* Wait for child PID, its status in *STATUS; false on an error.  */
+static __attribute__ ((__unused__)) bool
+kt_wait (pid_t pid, int *status)
+{
+  while (waitpid (pid, status, 0) < 0)
+    if (errno != EINTR)
+      return false;
+  return true;
+}
+
 static int
 kt_run_here (const struct kt_case *c)
 {

@@ -198,11 +198,11 @@ kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
    partial list, or back to the full list when it has no room.  (An
    empty chunk put on the partial list waited there until its class
    was next refilled, which may be never: a list emptied in order left
-   every chunk of its nodes' class behind.)  The next malloc then returns the block just freed,
-   whose line is still in the cache, instead of one freed a whole chunk
-   ago.  On a ring of 1000 live 8 KiB blocks (bench/loop), where every
-   block head falls in the same cache set, that took the loop from 38
-   to 66 M ops/s.  */
+   every chunk of its nodes' class behind.)  The next malloc then
+   returns the block just freed, whose line is still in the cache,
+   instead of one freed a whole chunk ago.  On a ring of 1000 live
+   8 KiB blocks (bench/loop), where every block head falls in the same
+   cache set, that took the loop from 38 to 66 M ops/s.  */
 /* A, the active chunk of class CLS of H, gives its place up to a chunk
    a free made non-full: release it if empty, else put it at the head
    of the partial list, or back on the full list when it has no room.
@@ -295,9 +295,8 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
    100 ms by default) without being taken back into use, a pass of its
    owner gives back the pages that no live block touches
    (kp_chunk_purge).  The passes run on the owner's slow path, every
-   8th refill that finds the active chunk dry, at most twice per
-   delay, and
-   also collect the remote frees of every partial chunk and release
+   8th refill that finds the active chunk dry, at most twice per delay,
+   and also collect the remote frees of every partial chunk and release
    the chunks that are empty.  (Not those of the full chunks: moved to
    the partial list early, chunks with a few remote frees made the
    refills spread over more chunks, and bench/server's resident set

@@ -162,7 +162,8 @@ kp_print_stats (void)
       const kame_pool_class_stats_t *k = &s.classes[i];
       if (k->chunks == 0)
         continue;
-      snprintf (buf, sizeof buf, "kamepool: %5zu %5zu %7zu %12zu %12zu %13zu\n",
+      snprintf (buf, sizeof buf,
+                "kamepool: %5zu %5zu %7zu %12zu %12zu %13zu\n",
                 i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
                 k->resident_bytes >> 10);
       kp_os_write_stderr (buf);

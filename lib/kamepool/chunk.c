@@ -263,13 +263,17 @@ kp_chunk_collect (kp_chunk_t *c)
   if (KP_HARDEN && kp_unlikely (c->npurged != 0))
     head = kp_collect_purged (c, head);
   uint32_t n = 0;
-  kp_block_t *tail = NULL;
-  for (kp_block_t *b = head; b != NULL; b = kp_block_next (b))
+  kp_block_t *tail = NULL, *next;
+  for (kp_block_t *b = head; b != NULL; b = next)
     {
+      next = kp_block_next (b);
+      if (kp_unlikely (!kp_link_ok (c, next)))
+        {
+          kp_list_cut (b);
+          next = NULL;
+        }
       tail = b;
       n++;
-      if (kp_unlikely (!kp_link_ok (c, kp_block_next (b))))
-        kp_list_cut (b);
     }
   if (tail == NULL)
     return 0;
@@ -656,14 +660,14 @@ kp_chunk_holds_free (kp_chunk_t *c, kp_block_t *b)
   kp_chunk_collect (c);
   /* At most capacity links: a list that loops was corrupted.  */
   size_t steps = 0;
-  for (kp_block_t *f = c->free; f != NULL && steps <= c->capacity;
-       f = kp_block_next (f), steps++)
+  for (kp_block_t *f = c->free; f != NULL && steps <= c->capacity; steps++)
     {
       if (f == b)
         return true;
-      if (kp_link_suspect (f, kp_block_next (f))
-          && kp_block_next (f) != NULL)
+      kp_block_t *next = kp_block_next (f);
+      if (!kp_link_ok (c, next))
         break;
+      f = next;
     }
   return false;
 }

@@ -30,12 +30,13 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 3u
-/* Rows of kame_pool_stats_t.classes (version 3): at least the number
-   of size classes; NCLASSES says how many are filled.  */
-#define KAME_POOL_STATS_CLASSES 64
+#define KAME_POOL_STATS_VERSION 4u
+/* Rows of kame_pool_stats_t.classes: at least the number of size
+   classes; NCLASSES says how many are filled.  (Version 3 had 64 rows,
+   and a caller of that version gets the first 64 classes.)  */
+#define KAME_POOL_STATS_CLASSES 96
 
-/* One size class of the small tier (blocks up to 32 KiB).  */
+/* One size class of the small tier (blocks up to 209712 bytes).  */
 typedef struct kame_pool_class_stats
 {
   size_t block_size;            /* bytes per block of the class */
@@ -66,7 +67,7 @@ typedef struct kame_pool_stats
   size_t large_alloc_count;     /* live mappings above 4 MiB */
   size_t large_alloc_bytes;     /* their mapped bytes */
   /* Version 3: where the resident memory goes.  */
-  size_t small_live_bytes;      /* bytes of live blocks up to 32 KiB */
+  size_t small_live_bytes;      /* bytes of live blocks of the classes */
   size_t small_resident_bytes;  /* resident_bytes over all classes */
   size_t small_free_bytes;      /* of those, not in a live block */
   size_t purged_bytes;          /* pages of small chunks given back now */
@@ -77,6 +78,7 @@ typedef struct kame_pool_stats
   size_t purge_calls;           /* madvise calls of the decay, ever */
   size_t purge_pages;           /* pages those calls gave back, ever */
   size_t nclasses;              /* rows of CLASSES filled */
+  /* Version 4: more rows (the classes above 32 KiB).  */
   kame_pool_class_stats_t classes[KAME_POOL_STATS_CLASSES];
 } kame_pool_stats_t;
 

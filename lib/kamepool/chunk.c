@@ -42,10 +42,10 @@ kp_divmagic (size_t size)
 kp_chunk_t kp_empty_chunk;
 
 void
-kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h)
+kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
+                     kp_heap_t *h)
 {
   uint32_t size = kp_class_size[cls];
-  unsigned units = kp_class_units[cls];
   char *data = kp_chunk_data (c);
   c->free = NULL;
   c->used = 0;

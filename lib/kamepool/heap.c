@@ -16,17 +16,18 @@
 #define KP_EMPTY_ACTIVE_1 &kp_empty_chunk
 #define KP_EMPTY_ACTIVE_5 KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, \
   KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
-#define KP_EMPTY_ACTIVE_25 KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, \
-  KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5
+#define KP_EMPTY_ACTIVE_23 KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, \
+  KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_1, \
+  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
 
-_Static_assert (KP_NCLASS == 50, "the initialiser below lists 50 classes");
+_Static_assert (KP_NCLASS == 69, "the initialiser below lists 69 classes");
 
 /* The thread cache.  It starts pointing at sentinels, so neither path
    tests for "not initialised": the first malloc finds an empty free
    list, the first free finds no owner, and both reach a slow path.  */
 __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
   .heap = &kp_heap_none,
-  .active = { KP_EMPTY_ACTIVE_25, KP_EMPTY_ACTIVE_25 }
+  .active = { KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23 }
 };
 
 /* The sentinel heaps stay all zero: nothing is ever stored in them
@@ -540,10 +541,17 @@ kp_malloc_refill (size_t n)
   c = kp_chunk_adopt (h, cls);
   if (c == NULL)
     {
-      c = kp_units_claim_retry (kp_class_units[cls], false);
+      unsigned units = kp_class_units[cls];
+      c = kp_units_claim_retry (units, false);
+      /* At the cap or out of address space, a class of big blocks
+         makes do with a shorter chunk, down to one block: the runs of
+         free units left at the ends of the regions are used up.  */
+      while (c == NULL && units > 1
+             && ((size_t) (units - 1) << KP_UNIT_SHIFT) >= kp_class_size[cls])
+        c = kp_units_claim (--units, false);
       if (c == NULL)
         return kp_units_fallback (n, 0);        /* cap reached, or no memory */
-      kp_chunk_init_small (c, cls, h);
+      kp_chunk_init_small (c, cls, units, h);
     }
   if (c->free == NULL)
     kp_chunk_carve (c);

@@ -155,7 +155,7 @@ kp_print_stats (void)
             s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
             s.abandoned_chunks, s.abandoned_bytes >> 10);
   kp_os_write_stderr (buf);
-  kp_os_write_stderr ("kamepool: class  size  chunks  live-blocks  "
+  kp_os_write_stderr ("kamepool: class    size  chunks  live-blocks  "
                       "free-blocks  resident-KiB\n");
   for (size_t i = 0; i < s.nclasses; i++)
     {
@@ -163,7 +163,7 @@ kp_print_stats (void)
       if (k->chunks == 0)
         continue;
       snprintf (buf, sizeof buf,
-                "kamepool: %5zu %5zu %7zu %12zu %12zu %13zu\n",
+                "kamepool: %5zu %7zu %7zu %12zu %12zu %13zu\n",
                 i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
                 k->resident_bytes >> 10);
       kp_os_write_stderr (buf);

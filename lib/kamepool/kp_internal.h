@@ -12,8 +12,8 @@
    holds its metadata (kp_region_t): a claim bitmap with one bit per
    unit, a back-offset byte per unit and one chunk descriptor per unit.
    A chunk is a run of 1..16 units claimed with one CAS.  A small chunk
-   serves one size class; a dedicated chunk serves one block above
-   32 KiB.  Each thread owns a heap with one active chunk per class;
+   serves one size class (up to 204.8 KiB); a dedicated chunk serves
+   one block above that.  Each thread owns a heap with one active chunk per class;
    the owner allocates and frees with plain loads and stores, other
    threads free with one CAS onto the chunk's remote list, whose low
    bit is the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
@@ -82,9 +82,11 @@
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
-#define KP_SMALL_MAX 32768                      /* largest size class */
-#define KP_NCLASS 50
-#define KP_LUT_SIZE ((KP_SMALL_MAX >> 4) + 1)
+#define KP_SMALL_MAX 209712                     /* largest size class */
+#define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
+#define KP_NCLASS 69
+#define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
+#define KP_MID_LUT_SIZE (((KP_SMALL_MAX - 1) >> 10) - 31)
 #define KP_PAGE 4096                            /* metadata page granularity */
 #define KP_MIN_ALIGN 16
 /* Pages per small chunk the decay can give back: 4 units of 4 KiB
@@ -401,15 +403,28 @@ kp_heap_live (const kp_heap_t *h)
 /* ---- Size classes (sizeclass.c) --------------------------------------- */
 
 extern const uint8_t kp_class_lut[KP_LUT_SIZE] KP_HIDDEN;
+extern const uint8_t kp_mid_lut[KP_MID_LUT_SIZE] KP_HIDDEN;
 extern const uint32_t kp_class_size[KP_NCLASS] KP_HIDDEN;
 extern const uint8_t kp_class_units[KP_NCLASS] KP_HIDDEN;
 KP_HIDDEN void kp_sizeclass_check (void);
 KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
 
+/* The class of N, KP_LUT_MAX < N <= KP_SMALL_MAX: the mid classes are
+   more than 1 KiB apart, so the class for the 1 KiB window N falls in
+   is N's or the one before it.  */
+KP_INLINE unsigned
+kp_mid_class (size_t n)
+{
+  unsigned cls = kp_mid_lut[((n - 1) >> 10) - (KP_LUT_MAX >> 10)];
+  return cls + (n > kp_class_size[cls]);
+}
+
+/* The class of N, N <= KP_SMALL_MAX.  */
 KP_INLINE unsigned
 kp_size_class (size_t n)
 {
-  return kp_class_lut[(n + 15) >> 4];
+  return kp_likely (n <= KP_LUT_MAX) ? kp_class_lut[(n + 15) >> 4]
+                                     : kp_mid_class (n);
 }
 
 /* ---- Radix map: region number -> kind (radix.c) ------------------------ */
@@ -517,7 +532,8 @@ KP_HIDDEN void kp_numa_bind (void *p, size_t len, unsigned node);
 
 /* ---- Chunks (chunk.c) -------------------------------------------------- */
 
-KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls, kp_heap_t *h);
+KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls,
+                                    unsigned units, kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
 KP_HIDDEN size_t kp_chunk_purge (kp_chunk_t *c, size_t *calls);
 KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
@@ -637,30 +653,37 @@ KP_HIDDEN void *kp_calloc (size_t n, size_t m);
    while B was free: heap.c.  */
 KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
 
+/* The pop of a block of class CLS for a request of N bytes: a list pop
+   from the thread's active chunk, else kp_malloc_refill.  */
+KP_INLINE void *
+kp_malloc_class (unsigned cls, size_t n)
+{
+  kp_chunk_t *c = kp_tc.active[cls];
+  kp_block_t *b = c->free;
+  if (kp_likely (b != NULL))
+    {
+      kp_block_t *next = kp_block_next (b);
+      if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
+          && next != NULL)
+        return kp_malloc_pop_bad (c, b);
+      c->free = next;
+      c->used++;
+      kp_block_mark_live (b);
+      return b;
+    }
+  return kp_malloc_refill (n);
+}
+
 /* malloc's fast path: one table lookup, one TLS load, a list pop.  */
 KP_INLINE void *
 kp_malloc (size_t n)
 {
-  if (kp_likely (n <= KP_SMALL_MAX))
-    {
-      kp_chunk_t *c = kp_tc.active[kp_size_class (n)];
-      kp_block_t *b = c->free;
-      if (kp_likely (b != NULL))
-        {
-          kp_block_t *next = kp_block_next (b);
-          if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
-              && next != NULL)
-            return kp_malloc_pop_bad (c, b);
-          c->free = next;
-          c->used++;
-          kp_block_mark_live (b);
-          return b;
-        }
-    }
-  else
-    return n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
-                                 : kp_cache_malloc_mapping (n);
-  return kp_malloc_refill (n);
+  if (kp_likely (n <= KP_LUT_MAX))
+    return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
+  if (n <= KP_SMALL_MAX)
+    return kp_malloc_class (kp_mid_class (n), n);
+  return n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
+                               : kp_cache_malloc_mapping (n);
 }
 
 /* Push B on the free list of C, a chunk this thread owns, unchecked.  */

@@ -206,6 +206,18 @@ kp_region_try_claim (kp_region_t *r, unsigned units, unsigned step,
   return NULL;
 }
 
+/* Is every unit of R claimed?  The hint HAS_FREE may be cleared only
+   then: a region where a long run failed may still have a short one.  */
+static bool
+kp_region_full (kp_region_t *r)
+{
+  for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+    if (atomic_load_explicit (&r->claim[w], memory_order_relaxed)
+        != ~(uint64_t) 0)
+      return false;
+  return true;
+}
+
 /* The walk of node NODE's region list (acquire loads: the pushes are
    release CASes).  */
 static inline kp_region_t *
@@ -231,18 +243,14 @@ kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
       kp_chunk_t *c = kp_region_try_claim (r, units, step, dirty);
       if (c != NULL)
         return c;
-      if (dirty)
-        continue;               /* no hint to fix: this pass is a preference */
+      if (dirty || !kp_region_full (r))
+        continue;               /* no hint to fix; or a shorter run fits */
       /* Clear the hint, then look once more, so that a release
          racing with this scan cannot leave a region with free
          units marked full forever.  */
       atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
-      c = kp_region_try_claim (r, units, step, false);
-      if (c != NULL)
-        {
-          atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
-          return c;
-        }
+      if (!kp_region_full (r))
+        atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
     }
   return NULL;
 }

@@ -1,4 +1,4 @@
-/* sizeclass.c -- the 50 fixed size classes and the size -> class table.
+/* sizeclass.c -- the 69 fixed size classes and the size -> class tables.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -9,7 +9,14 @@
    a multiple of 16 and chunk data starts on a 256 KiB boundary, so a
    block's natural alignment is the lowest set bit of its class size:
    4096, 8192, 16384 and 32768 are exact and page-aligned.  Above 368
-   bytes the internal waste is under 20 %.  */
+   bytes the internal waste is under 20 %.
+
+   Above 32 KiB, the mid classes: 1 MiB / M rounded down to 16 bytes
+   for M = 30, 28, ... 18 and 16, 15, ... 5, in chunks of 4 units
+   (1 MiB) that they fill to within M * 16 bytes.  The step from one to
+   the next is 6 to 20 %, so a block of 33 KiB to 200 KiB takes little
+   more than its size, where a unit of its own (256 KiB) took up to 8
+   times it; 69904 holds 68 KiB, 209712 holds 200 KB.  */
 
 #include <config.h>
 
@@ -24,10 +31,14 @@ const uint32_t kp_class_size[KP_NCLASS] = {
   2560, 3072, 3584, 4096,
   5120, 6144, 7168, 8192,
   10240, 12288, 14336, 16384,
-  20480, 24576, 28672, 32768
+  20480, 24576, 28672, 32768,
+  34944, 37440, 40320, 43680, 47648, 52416, 58240,
+  65536, 69904, 74896, 80656, 87376, 95312, 104848, 116496,
+  131072, 149792, 174752, 209712
 };
 
-/* Units per chunk: at least 32 blocks per chunk, at most 4 units.  */
+/* Units per chunk: at least 32 blocks per chunk up to 32 KiB, at most
+   4 units (the decay's page bitmap covers 4).  */
 const uint8_t kp_class_units[KP_NCLASS] = {
   1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
   1, 1, 1,
@@ -36,6 +47,9 @@ const uint8_t kp_class_units[KP_NCLASS] = {
   1, 1, 1, 1,
   1, 1, 1, 1,
   2, 2, 2, 2,
+  4, 4, 4, 4,
+  4, 4, 4, 4, 4, 4, 4,
+  4, 4, 4, 4, 4, 4, 4, 4,
   4, 4, 4, 4
 };
 
@@ -44,7 +58,7 @@ const uint8_t kp_class_units[KP_NCLASS] = {
 /* The table is constant data (above), so a thread may read it before
    the process is initialised, with no race.  */
 
-/* Check the generated table against kp_class_size (debug builds).  */
+/* Check the generated tables against kp_class_size (debug builds).  */
 void
 kp_sizeclass_check (void)
 {
@@ -55,6 +69,15 @@ kp_sizeclass_check (void)
         cls++;
       KP_CHECK (kp_class_lut[i] == cls);
     }
+  for (size_t n = KP_LUT_MAX + 1; n <= KP_SMALL_MAX; n++)
+    {
+      cls = kp_size_class (n);
+      KP_CHECK (kp_class_size[cls] >= n && kp_class_size[cls - 1] < n);
+    }
+  for (cls = 0; cls < KP_NCLASS; cls++)
+    KP_CHECK (kp_class_size[cls] % 16 == 0 && kp_class_units[cls] <= 4
+              && ((size_t) kp_class_units[cls] << KP_UNIT_SHIFT)
+                 / kp_class_size[cls] >= 5);
 }
 
 /* The smallest class that holds N bytes at alignment ALIGN (a power of

@@ -17,8 +17,11 @@
 
 _Static_assert (KAME_POOL_STATS_CLASSES >= KP_NCLASS,
                 "a row of kame_pool_stats_t.classes for every class");
+/* Rows of CLASSES in the version 3 layout.  */
+#define KP_STATS_CLASSES_V3 64
 
-/* The version 3 fields.  The owner-private fields of the descriptors
+/* The version 3 fields, with ROWS rows of CLASSES (the caller's
+   layout's; the totals count every class).  The owner-private fields of the descriptors
    (used, bump, purged) are read without synchronisation, through
    relaxed atomic loads of plain objects: while other threads allocate
    the figures are a close approximation, and ThreadSanitizer is told
@@ -26,11 +29,11 @@ _Static_assert (KAME_POOL_STATS_CLASSES >= KP_NCLASS,
    other thread allocating they are exact.  */
 __attribute__ ((__no_sanitize__ ("thread")))
 static void
-kp_stats_small (kame_pool_stats_t *s)
+kp_stats_small (kame_pool_stats_t *s, unsigned rows)
 {
   size_t page = kp_os_page_size ();
-  kame_pool_class_stats_t *k = s->classes;
-  memset (k, 0, sizeof s->classes);
+  kame_pool_class_stats_t k[KP_NCLASS];
+  memset (k, 0, sizeof k);
   size_t used[KP_NCLASS] = { 0 };
   size_t abandoned = 0, abandoned_bytes = 0, purged = 0;
   for (kp_region_t *r = kp_region_first (); r != NULL;
@@ -98,7 +101,9 @@ kp_stats_small (kame_pool_stats_t *s)
       s->purge_pages += atomic_load_explicit (&h->purge_pages,
                                               memory_order_relaxed);
     }
-  s->nclasses = KP_NCLASS;
+  s->nclasses = KP_NCLASS < rows ? KP_NCLASS : rows;
+  memset (s->classes, 0, rows * sizeof s->classes[0]);
+  memcpy (s->classes, k, s->nclasses * sizeof k[0]);
 }
 
 void
@@ -150,5 +155,6 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   kp_large_stats (&s->large_alloc_count, &s->large_alloc_bytes);
   if (want < 3)
     return;
-  kp_stats_small (s);
+  kp_stats_small (s, want == 3 ? KP_STATS_CLASSES_V3
+                               : KAME_POOL_STATS_CLASSES);
 }

@@ -12,19 +12,12 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
 #define PAGE ((size_t) 4096)
-
-static const size_t classes[] = {
-  16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
-  256, 272, 288, 304, 320, 336, 352, 368, 384, 448, 512, 640, 768, 896,
-  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144,
-  7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768
-};
-#define NCLASSES (sizeof classes / sizeof classes[0])
 
 enum tier { SMALL, DEDICATED, LARGE };
 
@@ -37,10 +30,10 @@ expected_block (size_t a, size_t n, size_t *usable)
 {
   if (a < 16)
     a = 16;
-  for (size_t i = 0; i < NCLASSES; i++)
-    if (classes[i] >= n && (classes[i] & -classes[i]) >= a)
+  for (size_t i = 0; i < KT_NCLASSES; i++)
+    if (kt_classes[i] >= n && (kt_classes[i] & -kt_classes[i]) >= a)
       {
-        *usable = classes[i];
+        *usable = kt_classes[i];
         return SMALL;
       }
   if (a <= UNIT && n <= 4 * MIB)

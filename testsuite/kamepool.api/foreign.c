@@ -127,8 +127,8 @@ exercise_pool (void)
     }
   for (int i = 0; i < 100; i++)
     kame_pool_free (p[i]);
-  void *d = kame_pool_malloc (100 * KIB);
-  if (d == NULL || kame_pool_malloc_usable_size (d) != UNIT)
+  void *d = kame_pool_malloc (300 * KIB);
+  if (d == NULL || kame_pool_malloc_usable_size (d) != 2 * UNIT)
     _exit (4);
   kame_pool_free (d);
 }
@@ -233,7 +233,7 @@ KT_TEST (invalid_free_into_metadata_is_reported_and_ignored)
 static void
 free_a_released_dedicated_chunk (void)
 {
-  void *p = kame_pool_malloc (100 * KIB);
+  void *p = kame_pool_malloc (300 * KIB);
   if (p == NULL)
     _exit (2);
   kame_pool_free (p);

@@ -21,24 +21,16 @@
 #define REGION (32 * MIB)
 #define PAGE ((size_t) 4096)
 
-/* The 50 size classes of the contract.  */
-static const size_t classes[] = {
-  16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
-  256, 272, 288, 304, 320, 336, 352, 368, 384, 448, 512, 640, 768, 896,
-  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144,
-  7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768
-};
-#define NCLASSES (sizeof classes / sizeof classes[0])
 
 /* The usable size the contract promises for kame_pool_malloc (N).  */
 static size_t
 expected_usable (size_t n)
 {
-  if (n <= 32768)
+  if (n <= KT_SMALL_MAX)
     {
-      for (size_t i = 0; i < NCLASSES; i++)
-        if (classes[i] >= n)
-          return classes[i];
+      for (size_t i = 0; i < KT_NCLASSES; i++)
+        if (kt_classes[i] >= n)
+          return kt_classes[i];
     }
   if (n <= 4 * MIB)
     return (n + UNIT - 1) / UNIT * UNIT;
@@ -100,7 +92,9 @@ KT_TEST (every_size_is_16_byte_aligned_with_its_class_usable_size)
     sizes[count++] = n;
   for (size_t n = SMALL + 1; n <= 32768; n += STEP)
     sizes[count++] = n;
-  for (size_t n = 32769; n <= 4 * MIB; n += 331 * KIB + 5)
+  for (size_t n = 32769; n <= KT_SMALL_MAX; n += 3 * KIB + 5)
+    sizes[count++] = n;
+  for (size_t n = KT_SMALL_MAX + 1; n <= 4 * MIB; n += 331 * KIB + 5)
     sizes[count++] = n;
   void **p = kame_pool_calloc (count, sizeof *p);
   KT_CHECK (p != NULL);
@@ -128,11 +122,11 @@ KT_TEST (every_size_is_16_byte_aligned_with_its_class_usable_size)
 
 KT_TEST (usable_size_at_every_class_boundary)
 {
-  for (size_t i = 0; i < NCLASSES; i++)
+  for (size_t i = 0; i < KT_NCLASSES; i++)
     {
-      size_t s = classes[i];
+      size_t s = kt_classes[i];
       size_t probe[3] = { s - 1, s, s + 1 };
-      size_t want[3] = { s, s, i + 1 < NCLASSES ? classes[i + 1] : UNIT };
+      size_t want[3] = { s, s, i + 1 < KT_NCLASSES ? kt_classes[i + 1] : UNIT };
       for (int k = 0; k < 3; k++)
         {
           void *p = kame_pool_malloc (probe[k]);
@@ -155,7 +149,7 @@ KT_TEST (usable_size_at_every_class_boundary)
 KT_TEST (dedicated_sizes_are_whole_units_and_unit_aligned)
 {
   static const size_t sizes[] = {
-    32769, 65536, UNIT - 1, UNIT, UNIT + 1, MIB - 1, MIB, MIB + 1,
+    KT_SMALL_MAX + 1, UNIT - 1, UNIT, UNIT + 1, MIB - 1, MIB, MIB + 1,
     3 * MIB + 7, 4 * MIB - 1, 4 * MIB
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -339,10 +333,10 @@ KT_TEST (realloc_null_acts_as_malloc)
 KT_TEST (realloc_to_zero_frees_and_returns_null)
 {
   kame_pool_stats_t before = kt_pool_stats ();
-  void *p = kame_pool_malloc (100 * KIB);
+  void *p = kame_pool_malloc (300 * KIB);
   KT_CHECK (p != NULL);
   KT_CHECK_EQ (kt_pool_stats ().dedicated_chunk_bytes,
-               before.dedicated_chunk_bytes + UNIT);
+               before.dedicated_chunk_bytes + 2 * UNIT);
   errno = EDOM;
   KT_CHECK (kame_pool_realloc (p, 0) == NULL);
   KT_CHECK_EQ (errno, EDOM);
@@ -386,7 +380,8 @@ KT_TEST (realloc_grow_within_usable_stays_in_place)
 {
   static const size_t pairs[][2] = {
     { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20480 },
-    { 100 * KIB, UNIT }, { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + PAGE }
+    { 100 * KIB, 104848 }, { 33 * KIB, 34944 }, { 300 * KIB, 2 * UNIT },
+    { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + PAGE }
   };
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
     {
@@ -426,7 +421,7 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
         KT_FAILF ("realloc (%zu -> %zu) lost the contents", n, to);
       KT_CHECK_EQ (kame_pool_malloc_usable_size (q), expected_usable (to));
       kame_pool_stats_t s = kt_pool_stats ();
-      size_t ded = to > 32768 && to <= 4 * MIB ? expected_usable (to) : 0;
+      size_t ded = to > KT_SMALL_MAX && to <= 4 * MIB ? expected_usable (to) : 0;
       KT_CHECK_EQ (s.dedicated_chunk_bytes - base.dedicated_chunk_bytes, ded);
       KT_CHECK_EQ (s.large_alloc_count - base.large_alloc_count,
                    to > 4 * MIB ? 1 : 0);

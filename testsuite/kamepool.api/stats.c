@@ -30,14 +30,14 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
   KT_CHECK (p != NULL);
   kame_pool_get_stats (NULL);
 
-  for (unsigned v = 0; v <= 4; v++)
+  for (unsigned v = 0; v <= 5; v++)
     {
       kame_pool_stats_t s;
       memset (&s, 0xab, sizeof s);
       s.version = v;
       kame_pool_get_stats (&s);
       KT_CHECK_EQ (s.version, v);
-      KT_CHECK_EQ (s.version_supported, 3);
+      KT_CHECK_EQ (s.version_supported, 4);
       if (v == 0)
         {
           KT_CHECK_EQ (s.regions_populated, UNTOUCHED);
@@ -76,12 +76,24 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK_EQ (s.nclasses, UNTOUCHED);
           KT_CHECK_EQ (s.classes[0].block_size, UNTOUCHED);
         }
-      else
+      else if (v == 3)
         {
-          KT_CHECK_EQ (s.nclasses, 50);
+          /* The version 3 layout has 64 rows: the first 64 classes,
+             and nothing written past them.  */
+          KT_CHECK_EQ (s.nclasses, 64);
           KT_CHECK_EQ (s.classes[0].block_size, 16);
           KT_CHECK_EQ (s.classes[49].block_size, 32768);
-          KT_CHECK_EQ (s.classes[50].block_size, 0);
+          KT_CHECK_EQ (s.classes[63].block_size, 104848);
+          KT_CHECK_EQ (s.classes[64].block_size, UNTOUCHED);
+        }
+      else
+        {
+          KT_CHECK_EQ (s.nclasses, 69);
+          KT_CHECK_EQ (s.classes[0].block_size, 16);
+          KT_CHECK_EQ (s.classes[49].block_size, 32768);
+          KT_CHECK_EQ (s.classes[50].block_size, 34944);
+          KT_CHECK_EQ (s.classes[68].block_size, 209712);
+          KT_CHECK_EQ (s.classes[69].block_size, 0);
           KT_CHECK (s.small_live_bytes >= 64);
           KT_CHECK_EQ (s.small_free_bytes,
                        s.small_resident_bytes - s.small_live_bytes);
@@ -95,9 +107,9 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
    the second chunk.  */
 KT_TEST (a_new_small_chunk_steps_chunks_and_units)
 {
-  static const size_t cls[] = { 7168, 12288, 28672 };
-  static const size_t units[] = { 1, 2, 4 };
-  for (size_t k = 0; k < 3; k++)
+  static const size_t cls[] = { 7168, 12288, 28672, 69904, 209712 };
+  static const size_t units[] = { 1, 2, 4, 4, 4 };
+  for (size_t k = 0; k < 5; k++)
     {
       size_t cap = units[k] * UNIT / cls[k];
       void **p = kame_pool_malloc ((cap + 1) * sizeof *p);
@@ -136,7 +148,8 @@ KT_TEST (a_new_small_chunk_steps_chunks_and_units)
 
 KT_TEST (a_dedicated_block_steps_chunks_units_and_bytes_by_its_units)
 {
-  static const size_t sizes[] = { 32769, UNIT, UNIT + 1, MIB + 1, 4 * MIB };
+  static const size_t sizes[] = { KT_SMALL_MAX + 1, UNIT, UNIT + 1, MIB + 1,
+                                  4 * MIB };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
       size_t n = (sizes[i] + UNIT - 1) / UNIT;

@@ -20,7 +20,7 @@
 #include "numa.h"
 
 #define REGION ((uintptr_t) 32 << 20)
-#define ONE_UNIT 200000         /* a dedicated chunk of one unit */
+#define ONE_UNIT 240000         /* a dedicated chunk of one unit */
 #define NB 300                  /* node-1 blocks: more than two regions */
 
 static uintptr_t

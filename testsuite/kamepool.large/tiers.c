@@ -166,7 +166,7 @@ free_it (void *p)
 KT_TEST (large_double_free_cached)
 {
   empty_cache (64 * MiB);
-  static const size_t sizes[] = { 40 * KiB, MiB, 4 * MiB, 5 * MiB,
+  static const size_t sizes[] = { 240 * KiB, MiB, 4 * MiB, 5 * MiB,
                                   20 * MiB };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
@@ -253,7 +253,7 @@ KT_TEST (large_no_over_serving)
   void *d = kame_pool_malloc (4 * MiB);
   kame_pool_free (d);
   before = kt_pool_stats ();
-  void *e = kame_pool_malloc (100 * KiB);
+  void *e = kame_pool_malloc (240 * KiB);
   KT_CHECK_EQ (kame_pool_malloc_usable_size (e), UNIT);
   after = kt_pool_stats ();
   KT_CHECK_EQ (after.dedicated_chunk_bytes,
@@ -449,7 +449,7 @@ KT_TEST (large_realloc_grow)
 KT_TEST (large_calloc_recycled)
 {
   empty_cache (64 * MiB);
-  static const size_t sizes[] = { 40 * KiB, MiB, 4 * MiB, 5 * MiB,
+  static const size_t sizes[] = { 240 * KiB, MiB, 4 * MiB, 5 * MiB,
                                   20 * MiB };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {

@@ -83,10 +83,18 @@ KM_TEST (double_free_of_a_4_kib_block)
   KM_EXPECT (sc_double_free, "free", "double free of");
 }
 
-/* A dedicated chunk in the large cache.  */
+/* A class of 1 MiB chunks of 16 blocks.  */
 KM_TEST (double_free_of_a_64_kib_block)
 {
-  km_size = 64 * KIB, km_count = 24;
+  KM_NEEDS_HARDENING;
+  km_size = 64 * KIB, km_count = 48;
+  KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+/* A dedicated chunk in the large cache.  */
+KM_TEST (double_free_of_a_240_kib_block)
+{
+  km_size = 240 * KIB, km_count = 24;
   KM_EXPECT (sc_double_free, "free", "double free of");
 }
 
@@ -251,20 +259,32 @@ KM_TEST (free_16_bytes_into_a_64_b_block_from_another_thread)
              "invalid pointer (not the start of a block):");
 }
 
+/* A block of KM_SIZE bytes freed at 100 KiB into it.  */
 static void
-sc_interior_200k (void)
+sc_interior_100k (void)
 {
-  char *p = km_block (200 * KIB, 4);
+  char *p = km_block (km_size, 4);
   km_misusing (p + 100 * KIB);
   kame_pool_free (p + 100 * KIB);
-  km_intact (p, 200 * KIB, 4);
+  km_intact (p, km_size, 4);
   void *live = p;
-  km_no_block_twice (200 * KIB, 16, &live, 1);
+  km_no_block_twice (km_size, 16, &live, 1);
 }
 
+/* The biggest class (209712 bytes), 5 blocks a chunk.  */
 KM_TEST (free_inside_a_200_kb_block)
 {
-  KM_EXPECT (sc_interior_200k, "free",
+  KM_NEEDS_HARDENING;
+  km_size = 200 * KIB;
+  KM_EXPECT (sc_interior_100k, "free",
+             "invalid pointer (not the start of a block):");
+}
+
+/* A dedicated chunk.  */
+KM_TEST (free_inside_a_240_kib_block)
+{
+  km_size = 240 * KIB;
+  KM_EXPECT (sc_interior_100k, "free",
              "invalid pointer (inside a large block):");
 }
 
@@ -441,19 +461,27 @@ KM_TEST (realloc_of_a_pointer_16_bytes_into_a_64_b_block)
 }
 
 static void
-sc_realloc_interior_200k (void)
+sc_realloc_interior_100k (void)
 {
-  char *p = km_block (200 * KIB, 4);
+  char *p = km_block (km_size, 4);
   km_misusing (p + 100 * KIB);
   km_realloc_refused (p + 100 * KIB, 300 * KIB);
-  km_intact (p, 200 * KIB, 4);
+  km_intact (p, km_size, 4);
   void *live = p;
-  km_no_block_twice (200 * KIB, 16, &live, 1);
+  km_no_block_twice (km_size, 16, &live, 1);
 }
 
 KM_TEST (realloc_inside_a_200_kb_block)
 {
-  KM_EXPECT (sc_realloc_interior_200k, "realloc",
+  km_size = 200 * KIB;
+  KM_EXPECT (sc_realloc_interior_100k, "realloc",
+             "invalid pointer (not the start of a block):");
+}
+
+KM_TEST (realloc_inside_a_240_kib_block)
+{
+  km_size = 240 * KIB;
+  KM_EXPECT (sc_realloc_interior_100k, "realloc",
              "invalid pointer (not an allocated block):");
 }
 
@@ -475,19 +503,19 @@ KM_TEST (realloc_of_a_freed_64_b_block)
 }
 
 static void
-sc_realloc_freed_64k (void)
+sc_realloc_freed_300k (void)
 {
-  void *p = km_block (64 * KIB, 3);
+  void *p = km_block (300 * KIB, 3);
   kame_pool_free (p);
   km_misusing (p);
-  km_realloc_refused (p, 100 * KIB);
-  km_no_block_twice (64 * KIB, 24, NULL, 0);
+  km_realloc_refused (p, 400 * KIB);
+  km_no_block_twice (300 * KIB, 24, NULL, 0);
 }
 
 /* Its chunk waits in the large cache.  */
-KM_TEST (realloc_of_a_freed_64_kib_block)
+KM_TEST (realloc_of_a_freed_300_kib_block)
 {
-  KM_EXPECT (sc_realloc_freed_64k, "realloc",
+  KM_EXPECT (sc_realloc_freed_300k, "realloc",
              "invalid pointer (not an allocated block):");
 }
 
@@ -583,6 +611,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_b_block_with_a_free_in_between),
          KM_CASE (double_free_of_a_4_kib_block),
          KM_CASE (double_free_of_a_64_kib_block),
+         KM_CASE (double_free_of_a_240_kib_block),
          KM_CASE (double_free_of_a_1_mib_block),
          KM_CASE (double_free_of_an_8_mib_block),
          KM_CASE (double_free_of_a_64_mib_block),
@@ -594,6 +623,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (free_16_bytes_into_a_64_b_block),
          KM_CASE (free_16_bytes_into_a_64_b_block_from_another_thread),
          KM_CASE (free_inside_a_200_kb_block),
+         KM_CASE (free_inside_a_240_kib_block),
          KM_CASE (free_inside_an_8_mib_block),
          KM_CASE (free_into_region_metadata),
          KM_CASE (free_of_a_stack_address),
@@ -603,8 +633,9 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (free_of_a_static_buffer),
          KM_CASE (realloc_of_a_pointer_16_bytes_into_a_64_b_block),
          KM_CASE (realloc_inside_a_200_kb_block),
+         KM_CASE (realloc_inside_a_240_kib_block),
          KM_CASE (realloc_of_a_freed_64_b_block),
-         KM_CASE (realloc_of_a_freed_64_kib_block),
+         KM_CASE (realloc_of_a_freed_300_kib_block),
          KM_CASE (realloc_of_a_stack_address),
          KM_CASE (overflow_into_a_freed_neighbour),
          KM_CASE (malloc_usable_size_of_a_stack_address))

@@ -252,7 +252,7 @@ orphan_size (unsigned i)
   if (i % 500 == 0)
     return 6 * MIB + i;                 /* large */
   if (i % 50 == 0)
-    return 100 * KIB + i * 100;         /* dedicated */
+    return 240 * KIB + i * 100;         /* dedicated */
   return 1 + i * 11 % 20000;
 }
 

@@ -8,6 +8,7 @@ BENCH_PROGS = \
 	bench/arena_step \
 	bench/loop \
 	bench/prodcons \
+	bench/xmalloc \
 	bench/larson \
 	bench/xmix \
 	bench/falseshare \
@@ -41,6 +42,9 @@ bench_loop_LDADD = $(BENCH_LDADD)
 bench_prodcons_SOURCES = bench/prodcons.c bench/bench.h
 bench_prodcons_CFLAGS = $(BENCH_CFLAGS)
 bench_prodcons_LDADD = $(BENCH_LDADD)
+bench_xmalloc_SOURCES = bench/xmalloc.c bench/bench.h
+bench_xmalloc_CFLAGS = $(BENCH_CFLAGS)
+bench_xmalloc_LDADD = $(BENCH_LDADD)
 bench_larson_SOURCES = bench/larson.c bench/bench.h
 bench_larson_CFLAGS = $(BENCH_CFLAGS)
 bench_larson_LDADD = $(BENCH_LDADD)

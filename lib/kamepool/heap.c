@@ -310,14 +310,6 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
 
 _Atomic (int) kp_decay_ms = 100;
 
-static inline uint32_t
-kp_clock_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint32_t) ts.tv_sec * 1000u + (uint32_t) (ts.tv_nsec / 1000000);
-}
-
 /* The active chunk of class CLS of H goes to the partial list when it
    has not changed since the last pass: the class went unused for half
    the delay at least, and its chunk may decay like any other.  */
@@ -389,6 +381,7 @@ kp_heap_decay (kp_heap_t *h)
     return;
   h->decay_last = now;
   kp_heap_decay_pass (h, now, (uint32_t) delay);
+  kp_units_decay (now, (uint32_t) delay);
 }
 
 /* Give back now what the calling thread's heap holds free, without
@@ -446,7 +439,7 @@ kp_thread_exit (void *arg)
     return;
   enum kp_release_pages pages
     = atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed)
-      ? KP_PAGES_DISCARD : KP_PAGES_KEEP;
+      ? KP_PAGES_LAZY : KP_PAGES_KEEP;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_chunk_t *c = kp_tc.active[cls];

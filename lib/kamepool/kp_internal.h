@@ -51,6 +51,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "kame_pool.h"
 
@@ -309,6 +310,11 @@ typedef struct kp_region
      set by fetch_or before the release of the claim bits, cleared by
      the claim winner's fetch_and.  Relaxed; the count is a budget.  */
   _Atomic (uint64_t) dirty[KP_CLAIM_WORDS];
+  /* The dirty units that were free and resident already at the last
+     tick of kp_units_decay, which writes it (relaxed store); a release
+     clears the bits of its run (relaxed fetch_and).  A hint: a purge
+     claims each unit before it discards its pages.  */
+  _Atomic (uint64_t) aged[KP_CLAIM_WORDS];
   /* Distance from unit u back to its chunk's first unit.  Written
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */
@@ -469,6 +475,14 @@ kp_os_page_size (void)
   return kp_likely (page != 0) ? page : kp_os_page_size_slow ();
 }
 KP_HIDDEN bool kp_os_env_flag (const char *name, bool dflt);
+/* The decay clock: milliseconds of CLOCK_MONOTONIC_COARSE, wrapping.  */
+KP_INLINE uint32_t
+kp_clock_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint32_t) ts.tv_sec * 1000u + (uint32_t) (ts.tv_nsec / 1000000);
+}
 KP_HIDDEN void kp_os_write_stderr (const char *s);
 
 /* ---- Regions and unit claims (region.c) -------------------------------- */
@@ -512,6 +526,11 @@ enum kp_release_pages
 };
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, bool large);
 KP_HIDDEN void kp_units_purge_dirty (void);
+/* The decay of the free units kept resident: every DELAY ms, those
+   that stayed free and resident for a whole period go back to the
+   kernel while more than KP_DIRTY_KEEP_UNITS are resident.  NOW is the
+   decay clock (kp_clock_ms).  */
+KP_HIDDEN void kp_units_decay (uint32_t now, uint32_t delay);
 KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN size_t kp_dirty_units (void);

@@ -40,10 +40,14 @@ _Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = 
 
 /* Released units whose pages are still resident, over all regions.  A
    chunk released and soon claimed again (a producer/consumer pair, a
-   loop over a dedicated size) then costs no madvise and no page
-   faults; past the budget, released pages go back to the kernel at
-   once.  Relaxed: an approximate count is enough for a budget.  */
-#define KP_DIRTY_BUDGET_UNITS 16        /* 4 MiB */
+   loop over a dedicated size, the next generation of short-lived
+   threads) then costs no madvise and no page faults; past the budget,
+   released pages go back to the kernel at once.  Of those kept, the
+   ones that stay free for a whole decay period go back too, down to
+   KP_DIRTY_KEEP_UNITS (kp_units_decay).  Relaxed: an approximate count
+   is enough for a budget.  */
+#define KP_DIRTY_BUDGET_UNITS 64        /* 16 MiB */
+#define KP_DIRTY_KEEP_UNITS 16          /* 4 MiB */
 static _Atomic (size_t) kp_dirty_count;
 
 size_t
@@ -370,21 +374,25 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
   return true;
 }
 
-/* Give the pages of every free, resident unit back to the kernel: a
-   working set was torn down, or the large cache's cap was lowered.
-   Each unit is claimed for the moment (so no one else can take it
-   while its pages go), discarded and released.  */
-void
-kp_units_purge_dirty (void)
+/* Give the pages of free, resident units back to the kernel (with
+   AGED, only those that were so at the last tick of kp_units_decay)
+   until at most KEEP remain.  Each unit is claimed for the moment (so
+   no one else can take it while its pages go), discarded and
+   released.  */
+static void
+kp_units_purge_where (bool aged, size_t keep)
 {
-  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) == 0)
-    return;
   for (kp_region_t *r = kp_region_first (); r != NULL;
        r = atomic_load_explicit (&r->next, memory_order_acquire))
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
         {
+          if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
+              <= keep)
+            return;
           uint64_t v, d = kp_free_dirty (r, w, &v);
+          if (aged)
+            d &= atomic_load_explicit (&r->aged[w], memory_order_relaxed);
           if (d == 0)
             break;
           uint64_t bit = d & -d;
@@ -402,6 +410,50 @@ kp_units_purge_dirty (void)
           atomic_fetch_and_explicit (&r->claim[w], ~bit,
                                      memory_order_release);
         }
+}
+
+/* All of them: a working set was torn down, the large cache's cap was
+   lowered, or the program asked (kame_pool_trim).  */
+void
+kp_units_purge_dirty (void)
+{
+  kp_units_purge_where (false, 0);
+}
+
+/* The decay clock of the last tick; a thread that moves it on with its
+   CAS makes the tick (relaxed: any order of ticks is correct).  */
+static _Atomic (uint32_t) kp_dirty_tick;
+
+void
+kp_units_decay (uint32_t now, uint32_t delay)
+{
+  uint32_t last = atomic_load_explicit (&kp_dirty_tick, memory_order_relaxed);
+  if (now - last < delay
+      || !atomic_compare_exchange_strong_explicit (&kp_dirty_tick, &last, now,
+                                                   memory_order_relaxed,
+                                                   memory_order_relaxed))
+    return;
+  /* The units free and resident at the last tick and still so now have
+     been unused for a whole period.  */
+  kp_units_purge_where (true, KP_DIRTY_KEEP_UNITS);
+  for (kp_region_t *r = kp_region_first (); r != NULL;
+       r = atomic_load_explicit (&r->next, memory_order_acquire))
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      atomic_store_explicit (&r->aged[w],
+                             atomic_load_explicit (&r->dirty[w],
+                                                   memory_order_relaxed),
+                             memory_order_relaxed);
+}
+
+/* A tick of kp_units_decay when one is due, for a release that keeps
+   pages resident: the free units also decay in a process that has
+   stopped refilling (kp_heap_decay) but still frees.  */
+static void
+kp_units_decay_tick (void)
+{
+  int delay = atomic_load_explicit (&kp_decay_ms, memory_order_relaxed);
+  if (delay >= 0)
+    kp_units_decay (kp_clock_ms (), (uint32_t) delay);
 }
 
 /* Release chunk C's units.  The caller holds C exclusively (its owned
@@ -434,7 +486,11 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
     kp_os_discard (kp_chunk_data (c), (size_t) units << KP_UNIT_SHIFT);
   else
     {
+      kp_units_decay_tick ();
       atomic_fetch_add_explicit (&kp_dirty_count, units, memory_order_relaxed);
+      atomic_fetch_and_explicit (&r->aged[base / 64],
+                                 ~(kp_run_mask (units) << (base % 64)),
+                                 memory_order_relaxed);
       atomic_fetch_or_explicit (&r->dirty[base / 64],
                                 kp_run_mask (units) << (base % 64),
                                 memory_order_relaxed);

@@ -69,7 +69,7 @@ static size_t
 mix_size (unsigned i)
 {
   if (i % 97 == 0)
-    return 40 * KIB + i * 1000;         /* dedicated */
+    return 240 * KIB + i * 1000;        /* dedicated */
   if (i % 13 == 0)
     return 5000 + i * 37;               /* medium classes */
   return 1 + i * 7 % 1200;              /* small classes */
@@ -472,7 +472,7 @@ resident_pages_of_unit (const void *p)
   return count;
 }
 
-KT_TEST (thread_exit_reclaim_returns_empty_chunks_pages)
+KT_TEST (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay)
 {
   void *first = kame_pool_malloc (16);
   KT_CHECK (first != NULL);
@@ -489,12 +489,21 @@ KT_TEST (thread_exit_reclaim_returns_empty_chunks_pages)
     KT_FAILF ("reclaim off: %ld of %ld pages resident after exit", kept,
               all);
 
+  /* On: the unit is one of the free units kept resident, which
+     kame_pool_trim gives back.  */
   kame_pool_set_thread_exit_reclaim (1);
+  kame_pool_trim (0);
+  size_t dirty = kt_pool_stats ().dirty_bytes;
   KT_CHECK (run_thread (touch_and_free_one_chunk, NULL));
-  KT_CHECK_EQ (kt_pool_stats ().chunks_live, before.chunks_live);
+  kame_pool_stats_t after = kt_pool_stats ();
+  KT_CHECK_EQ (after.chunks_live, before.chunks_live);
+  KT_CHECK_EQ (after.dirty_bytes, dirty + UNIT);
+  KT_CHECK_EQ (resident_pages_of_unit (reclaim_first), all);
+  kame_pool_trim (0);
+  KT_CHECK_EQ (kt_pool_stats ().dirty_bytes, 0);
   long left = resident_pages_of_unit (reclaim_first);
   if (left != 0)
-    KT_FAILF ("reclaim on: %ld of %ld pages resident after exit", left,
+    KT_FAILF ("reclaim on: %ld of %ld pages resident after the trim", left,
               all);
   kame_pool_free (first);
 }
@@ -504,4 +513,4 @@ KT_MAIN (KT_CASE (chunks_and_units_plateau_over_200_spawn_join_cycles),
          KT_CASE (blocks_of_an_exited_thread_are_freed_by_another),
          KT_CASE (producer_consumer_pair_hands_over_400000_blocks),
          KT_CASE (remote_frees_into_full_chunks_are_collected_before_a_claim),
-         KT_CASE (thread_exit_reclaim_returns_empty_chunks_pages))
+         KT_CASE (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay))

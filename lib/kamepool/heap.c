@@ -193,17 +193,20 @@ kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
 }
 
 /* The owner freed a block into C, which is on its full list (the block
-   is already on C's free list, and used not yet decremented).  C
-   becomes the active chunk of its class, and the one it replaces is
-   released when it is empty, and otherwise goes to the head of the
-   partial list, or back to the full list when it has no room.  (An
-   empty chunk put on the partial list waited there until its class
+   is already on C's free list, and used not yet decremented).  While
+   the active chunk of the class has free blocks, C goes to the tail of
+   the partial list, where the frees of the blocks around it gather
+   while it waits: making it active with its one block cost a refill at
+   almost every malloc under a large live set freed at random.  When
+   the active chunk has none, C becomes the active chunk, and the one it
+   replaces is released when it is empty, and otherwise goes to the head
+   of the partial list, or back to the full list when it has no room.
+   (An empty chunk put on the partial list waited there until its class
    was next refilled, which may be never: a list emptied in order left
    every chunk of its nodes' class behind.)  The next malloc then
    returns the block just freed, whose line is still in the cache,
-   instead of one freed a whole chunk ago.  On a ring of 1000 live
-   8 KiB blocks (bench/loop), where every block head falls in the same
-   cache set, that took the loop from 38 to 66 M ops/s.  */
+   instead of one freed a whole chunk ago: on a ring of live 8 KiB
+   blocks, whose heads fall in the same cache set, that matters.  */
 /* A, the active chunk of its class in H, gives its place up: release
    it if empty, else put it on the partial list (at the head when HEAD,
    for a chunk whose blocks are still in the cache), or on the full list
@@ -234,6 +237,11 @@ kp_chunk_unfull (kp_chunk_t *c)
   kp_full_remove (h, c);
   c->used--;
   kp_chunk_t *a = kp_tc.active[cls];
+  if (a->free != NULL)
+    {
+      kp_partial_push (h, c);
+      return;
+    }
   kp_tc.active[cls] = c;
   c->active = true;
   if (a != &kp_empty_chunk)
@@ -510,16 +518,20 @@ kp_malloc_refill (size_t n)
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)
     {
-      if (c->free != NULL || kp_chunk_collect (c) || kp_chunk_carve (c))
+      /* Blocks freed into other chunks go before blocks never used.  */
+      if (c->free != NULL || kp_chunk_collect (c)
+          || (h->partial[cls].head == NULL && kp_chunk_carve (c)))
         goto pop;
       kp_tc.active[cls] = &kp_empty_chunk;
-      c->active = false;
-      kp_full_push (h, c);
+      kp_chunk_displace (h, c, false);
     }
   /* The clock every 8th time the active chunk runs dry.  */
   if ((++h->decay_ticks & 7) == 0)
     kp_heap_decay (h);
-  kp_partial_sweep (h, cls);
+  /* Chunks taken over by frees fill up with remote frees on the list;
+     the others' are collected as they are popped, and by the decay.  */
+  if (h->fostered != 0)
+    kp_partial_sweep (h, cls);
   for (int pass = 0; pass < 2; pass++)
     {
       while ((c = kp_partial_pop (h, cls)) != NULL)

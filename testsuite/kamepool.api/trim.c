@@ -104,9 +104,10 @@ kt_trim_after_free (void *arg)
     }
   /* Every page goes, but the one that the bump pointer of the active
      chunk of the class ends in: only pages wholly below it can go, and
-     the active chunk stays with its thread.  */
-  if (k == SIZE_MAX || trimmed > 1
-      || trimmed * PAGE != s1.classes[k].resident_bytes)
+     the active chunk stays with its thread.  (That page may hold none
+     of the blocks: the chunk links a page's blocks at a time.)  */
+  if (k == SIZE_MAX || trimmed > 1 || s1.classes[k].resident_bytes > PAGE
+      || trimmed * PAGE > s1.classes[k].resident_bytes)
     {
       snprintf (msg, sizeof msg, "after the trim %zu pages of the blocks "
                 "are resident, the class counts %zu bytes", trimmed,

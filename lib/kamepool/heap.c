@@ -564,18 +564,8 @@ use:
   kp_tc.active[cls] = c;
   c->active = true;
 pop:
-  {
-    kp_block_t *b = c->free;
-    KP_ASSERT (b != NULL);
-    kp_block_t *next = kp_block_next (b);
-    if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
-        && next != NULL)
-      return kp_malloc_pop_bad (c, b);
-    c->free = next;
-    c->used++;
-    kp_block_mark_live (b);
-    return b;
-  }
+  KP_ASSERT (c->free != NULL);
+  return kp_chunk_pop (c, c->free);
 }
 
 /* Pop B, the head of C's free list, whose decoded link is neither NULL

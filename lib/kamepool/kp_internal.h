@@ -672,6 +672,20 @@ KP_HIDDEN void *kp_calloc (size_t n, size_t m);
    while B was free: heap.c.  */
 KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
 
+/* Hand out B, the head of the free list of C, a chunk this thread
+   owns.  */
+KP_INLINE void *
+kp_chunk_pop (kp_chunk_t *c, kp_block_t *b)
+{
+  kp_block_t *next = kp_block_next (b);
+  if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next)) && next != NULL)
+    return kp_malloc_pop_bad (c, b);
+  c->free = next;
+  c->used++;
+  kp_block_mark_live (b);
+  return b;
+}
+
 /* The pop of a block of class CLS for a request of N bytes: a list pop
    from the thread's active chunk, else kp_malloc_refill.  */
 KP_INLINE void *
@@ -680,16 +694,7 @@ kp_malloc_class (unsigned cls, size_t n)
   kp_chunk_t *c = kp_tc.active[cls];
   kp_block_t *b = c->free;
   if (kp_likely (b != NULL))
-    {
-      kp_block_t *next = kp_block_next (b);
-      if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next))
-          && next != NULL)
-        return kp_malloc_pop_bad (c, b);
-      c->free = next;
-      c->used++;
-      kp_block_mark_live (b);
-      return b;
-    }
+    return kp_chunk_pop (c, b);
   return kp_malloc_refill (n);
 }
 

@@ -276,6 +276,20 @@ KT_TEST (allocations_beyond_max_bytes_fall_back_to_libc)
   KT_CHECK (foreign >= N - (int) fit);
   KT_CHECK_EQ (kame_pool_reserved_bytes (), reserved);
 
+  /* The runs of fewer than 4 free units left in the regions take
+     one-unit blocks, and then those fall back too.  */
+  void *one[3 * 16 + 1];
+  int none = 0;
+  for (;;)
+    {
+      KT_CHECK (none < 3 * 16 + 1);
+      one[none] = kame_pool_malloc (UNIT);
+      KT_CHECK (one[none] != NULL);
+      if (kame_pool_malloc_usable_size (one[none++]) == 0)
+        break;
+    }
+  KT_CHECK (none - 1 <= 3 * (int) (reserved / REGION));
+
   /* Small classes too, once the regions are full.  */
   void *s = kame_pool_malloc (3000);
   KT_CHECK (s != NULL);
@@ -287,6 +301,8 @@ KT_TEST (allocations_beyond_max_bytes_fall_back_to_libc)
 
   for (int i = 0; i < N; i++)
     kame_pool_free (p[i]);
+  for (int i = 0; i < none; i++)
+    kame_pool_free (one[i]);
   KT_CHECK_EQ (kame_pool_reserved_bytes (), reserved);
 
   kame_pool_set_max_bytes (0);

@@ -348,16 +348,21 @@ struct kp_heap
   uint8_t numa_node;
   struct kp_heap *pool_next;    /* immutable once published */
   /* First level of the large recycle cache (cache.c): entries, oldest
-     first, 0 when empty.  Plain: only the owning thread uses them.  */
-  uintptr_t l1[KP_L1_SLOTS];
-  /* Their bytes: written by the owner with relaxed stores (never a
-     read-modify-write), read relaxed by kame_pool_get_stats.  */
-  _Atomic (size_t) l1_bytes;
+     first, 0 when empty.  Written by the owner alone, with relaxed
+     stores; kame_pool_get_stats sums them with relaxed loads.  */
+  _Atomic (uintptr_t) l1[KP_L1_SLOTS];
+  /* Owner-only (cache.c): the bytes the first level may still take
+     with no look at the cap, and the cap's generation when that was
+     worked out; the slots from l1_top up are empty.  */
+  size_t l1_room;
+  unsigned l1_gen, l1_top;
   /* Large mappings made minus freed by this thread, and their bytes
-     (large.c); same rules as l1_bytes.  */
+     (large.c): written by the owner with relaxed stores (never a
+     read-modify-write), read relaxed by kame_pool_get_stats.  */
   _Atomic (size_t) large_count, large_bytes;
-  /* Bytes of large blocks this thread has allocated, ever (same rules:
-     owner stores, relaxed loads by others); and, owner-only, the bytes
+  /* Bytes of large blocks this thread has allocated other than from
+     its own first level, ever (same rules: owner stores, relaxed loads
+     by others); and, owner-only, the bytes
      of large blocks it freed since its last large allocation or since
      it last saw the others allocate, with the sum of every heap's
      large_allocated when it last looked (cache.c, the free streak).  */
@@ -612,7 +617,7 @@ KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
    mapping of N bytes; the block.  */
 KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
 /* Free P, the block of dedicated chunk C; H is kp_tc.heap.  */
-KP_HIDDEN void kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p);
+KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h);
 /* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
    one cut down to MAP_SIZE (its size in *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
@@ -728,7 +733,7 @@ kp_free_pool (void *p)
       && atomic_load_explicit (&c->kind, memory_order_relaxed)
          == KP_KIND_DEDICATED)
     {
-      kp_cache_free_dedicated (h, c, p);
+      kp_cache_free_dedicated (c, p, h);
       return;
     }
   c = kp_chunk_of (p);

@@ -71,15 +71,14 @@
 #include "kp_internal.h"
 
 #define KP_L2_SLOTS 64
-/* A cached mapping serves a smaller request whole, without being cut
-   down, when the request needs at least half of it: a mapping cut with
-   mremap loses its resident tail, so that a later bigger request finds
-   nothing and faults in a new mapping.  On the mixed benchmark,
-   serving up to twice the request instead of an eighth more took it
-   from 1.0e5 to 1.8e5 ops/s.  The usable size is the whole mapping.
-   (A dedicated chunk is always cut to the units asked for: its usable
-   size is part of the contract.)  */
-#define KP_CACHE_SLACK_SHIFT 0          /* up to 2x the request */
+/* A cached mapping of up to 32 MiB serves any smaller request whole,
+   without being cut down: a mapping cut with mremap loses its resident
+   tail, so that a later bigger request finds nothing and faults in a
+   new mapping, and with blocks of random sizes that happens at nearly
+   every step.  The smallest mapping that fits is taken, and a request
+   for a mapping is above 4 MiB, so the usable size (the whole mapping)
+   is less than 8 times the request.  (A dedicated chunk is always cut
+   to the units asked for: its usable size is part of the contract.)  */
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
 static _Atomic (size_t) kp_l2_total;
@@ -150,7 +149,7 @@ kp_entry_base (uintptr_t e)
 /* Does entry E serve a request of kind MAPPING for NEED bytes?  A
    chunk must have exactly the units asked for, and a huge mapping
    (above 32 MiB) serves and is served only by its own size; a smaller
-   mapping may be up to twice as big (KP_CACHE_SLACK_SHIFT).  */
+   mapping serves any request it holds, whole.  */
 static inline bool
 kp_entry_fits (uintptr_t e, bool mapping, size_t need)
 {
@@ -159,7 +158,7 @@ kp_entry_fits (uintptr_t e, bool mapping, size_t need)
   size_t have = kp_entry_bytes (e);
   if (!mapping || need > KP_REGION_SIZE || have > KP_REGION_SIZE)
     return have == need;
-  return have >= need && have - need <= need >> KP_CACHE_SLACK_SHIFT;
+  return have >= need;
 }
 
 /* Could E serve the request once trimmed: same kind, bigger?  Huge

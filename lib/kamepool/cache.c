@@ -661,11 +661,22 @@ kp_cache_malloc_mapping (size_t n)
   if (n > KP_REGION_SIZE - 2 * page)
     return kp_malloc_large (n, 0);
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
-  /* An exact fit first, the loop's case, by the entry's low bits alone
-     (its size and flag); as in kp_cache_malloc_dedicated, a sentinel's
-     empty first level needs no test.  Else the best fit.  */
+  /* An exact fit in the newest entry first, the loop's case, by the
+     entry's low bits alone (its size and flag), in straight-line code;
+     as in kp_cache_malloc_dedicated, a sentinel's empty first level
+     needs no test.  Else the best fit.  */
   uintptr_t want = kp_entry_mapping (NULL, need);
-  unsigned fit = h->l1_top;
+  unsigned top = h->l1_top, i = top - 1;
+  uintptr_t e;
+  if (kp_likely (i < KP_L1_SLOTS)
+      && kp_likely (((e = kp_l1_get (h, i)) & KP_REGION_MASK) == want))
+    {
+      kp_l1_set (h, i, 0);
+      h->l1_top = i;
+      kp_l1_take_fast (h, need);
+      return kp_mapping_recycle ((void *) (e - want), need, n);
+    }
+  unsigned fit = top;
   do
     if (fit-- == 0)
       {
@@ -679,7 +690,7 @@ kp_cache_malloc_mapping (size_t n)
           || (fit = kp_l1_fit (h, true, need, NULL)) == KP_L1_SLOTS)
         return kp_malloc_large (n, 0);
     }
-  uintptr_t e = kp_l1_take (h, fit);
+  e = kp_l1_take (h, fit);
   h->free_streak = 0;
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }

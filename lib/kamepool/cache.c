@@ -85,7 +85,7 @@ static _Atomic (size_t) kp_l2_total;
 static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
 /* Bumped by every kame_pool_set_large_cache_cap; starts at 1 so that a
    zeroed heap record is behind it.  */
-static _Atomic (unsigned) kp_cache_gen = 1;
+_Atomic (unsigned) kp_cache_gen = 1;
 
 /* ---- Entries ------------------------------------------------------------ */
 
@@ -709,7 +709,9 @@ kp_cache_free_chunk (kp_chunk_t *c, uintptr_t e)
 
 /* Free P, the block of dedicated chunk C, for the thread whose heap is
    H (kp_tc.heap, live or not): into the cache, else its units are
-   released.  */
+   released.  kp_free_pool tries the first level inline first
+   (kp_cache_free_dedicated_fast, which must put an entry exactly as
+   kp_l1_put_fast does).  */
 void
 kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h)
 {

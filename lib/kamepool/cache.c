@@ -200,13 +200,13 @@ kp_l2_bytes (void)
    plain moves, for kame_pool_get_stats reads them from other
    threads.  */
 KP_INLINE uintptr_t
-kp_l1_get (const kp_heap_t *h, unsigned i)
+kp_l1_get (const kp_heap_t *h, size_t i)
 {
   return atomic_load_explicit (&h->l1[i], memory_order_relaxed);
 }
 
 KP_INLINE void
-kp_l1_set (kp_heap_t *h, unsigned i, uintptr_t e)
+kp_l1_set (kp_heap_t *h, size_t i, uintptr_t e)
 {
   atomic_store_explicit (&h->l1[i], e, memory_order_relaxed);
 }
@@ -519,7 +519,7 @@ kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
     return false;
   /* After the newest entry, so that the entries stay oldest first
      (but for the gaps that takes leave).  */
-  unsigned n = h->l1_top;
+  size_t n = h->l1_top;
   if (kp_unlikely (n == KP_L1_SLOTS))
     return false;
   h->l1_top = n + 1;
@@ -625,10 +625,12 @@ kp_cache_malloc_dedicated (size_t n)
   uintptr_t want = ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT) << 1;
   /* Newest first: the last put, where a loop's one block always is,
      in straight-line code; then the older ones.  */
-  unsigned i = h->l1_top - 1;
+  size_t i = h->l1_top - 1;
   uintptr_t e;
   if (kp_likely (i < KP_L1_SLOTS)
-      && kp_likely (((e = kp_l1_get (h, i)) & (KP_UNIT_SIZE - 1)) == want))
+      && kp_likely (((e = atomic_load_explicit (&h->l1[i],
+                                                memory_order_relaxed))
+                     & (KP_UNIT_SIZE - 1)) == want))
     h->l1_top = i;
   else
     {
@@ -641,7 +643,7 @@ kp_cache_malloc_dedicated (size_t n)
     }
   /* A chunk's entry: kp_l1_take and kp_entry_base without their test
      for a mapping.  */
-  kp_l1_set (h, i, 0);
+  atomic_store_explicit (&h->l1[i], 0, memory_order_relaxed);
   kp_l1_take_fast (h, (size_t) want << (KP_UNIT_SHIFT - 1));
   void *base = (void *) (e - want);
   atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
@@ -666,7 +668,7 @@ kp_cache_malloc_mapping (size_t n)
      as in kp_cache_malloc_dedicated, a sentinel's empty first level
      needs no test.  Else the best fit.  */
   uintptr_t want = kp_entry_mapping (NULL, need);
-  unsigned top = h->l1_top, i = top - 1;
+  size_t top = h->l1_top, i = top - 1;
   uintptr_t e;
   if (kp_likely (i < KP_L1_SLOTS)
       && kp_likely (((e = kp_l1_get (h, i)) & KP_REGION_MASK) == want))

@@ -354,8 +354,8 @@ struct kp_heap
   /* Owner-only (cache.c): the bytes the first level may still take
      with no look at the cap, and the cap's generation when that was
      worked out; the slots from l1_top up are empty.  */
-  size_t l1_room;
-  unsigned l1_gen, l1_top;
+  size_t l1_room, l1_top;
+  unsigned l1_gen;
   /* Large mappings made minus freed by this thread, and their bytes
      (large.c): written by the owner with relaxed stores (never a
      read-modify-write), read relaxed by kame_pool_get_stats.  */
@@ -718,7 +718,7 @@ kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
 {
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
   size_t bytes = (size_t) units << KP_UNIT_SHIFT;
-  unsigned n = h->l1_top;
+  size_t n = h->l1_top;
   if (kp_likely (bytes <= h->l1_room) && kp_likely (n < KP_L1_SLOTS)
       && kp_likely (h->l1_gen == atomic_load_explicit (&kp_cache_gen,
                                                        memory_order_relaxed)))

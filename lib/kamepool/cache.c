@@ -43,7 +43,10 @@
    stay under the cap, and so does the streak; what other threads put
    in the second level meanwhile is the slack.  kp_cache_gen counts
    the changes of the cap: a heap whose l1_gen is behind takes the long
-   way at its next put.
+   way at its next put.  The put of a freed dedicated chunk into the
+   first level is inline in kp_free_pool (kp_internal.h,
+   kp_cache_free_dedicated_fast), and must stay the same as
+   kp_l1_put_fast.
 
    A cached dedicated chunk keeps its units claimed with kind
    KP_KIND_CACHED, and a cached mapping keeps its radix entry with the
@@ -55,9 +58,10 @@
    KP_L1_SLOTS blocks beyond the cap.  Likewise, with the budgets
    above, the cache as a whole holds at most the cap plus the first
    levels of the threads other than the last one to put a mapping in
-   the second level.  A huge mapping (above 32 MiB)
-   is reused only for a request of exactly its size, so a request is
-   never served from a much bigger block.
+   the second level.  A huge mapping (above 32 MiB) is reused only for
+   a request of exactly its size, so a huge block is never held by a
+   smaller request; a smaller mapping serves any request it holds
+   (below).
 
    When the cap is reached, older second-level entries are evicted for
    the new one.  A thread that frees more than the cap's worth of large

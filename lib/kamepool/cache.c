@@ -17,8 +17,9 @@
    is without touching the memory, which another thread may have
    unmapped.
 
-     first level   KP_L1_SLOTS words in the thread's heap record, plain
-                   loads and stores: only the owning thread touches them.
+     first level   KP_L1_SLOTS words in the thread's heap record, relaxed
+                   loads and stores (plain moves): only the owning
+                   thread writes them, kame_pool_get_stats reads them.
      second level  KP_L2_SLOTS _Atomic words, mappings only, 0 when
                    empty; a put is one CAS from 0 to the entry (release:
                    the block's reset metadata goes with it), a take one
@@ -26,11 +27,26 @@
                    back with the same value after an ABA is the same
                    block with the same size, so whoever wins it may use
                    it.
-     byte counts   the heap record's l1_bytes, relaxed load and store by
-                   the owner; kp_l2_total, relaxed fetch_add/fetch_sub
-                   on second-level puts and takes only.  The cap bounds
-                   the second level plus the putting thread's first
-                   level; the statistics add up every heap's.
+     byte counts   kp_l2_total, relaxed fetch_add/fetch_sub on
+                   second-level puts and takes only.  A first level has
+                   no count: its bytes are the sum of its entries'
+                   sizes, which kame_pool_get_stats adds up.
+
+   The cap is not checked on every put.  A put that takes the long way
+   (kp_cache_put), the long way of a large allocation, a drain and a
+   change of the cap work out the heap's l1_room: the cap less the
+   second level's bytes as they are then, less the first level's, and
+   no more than the cap less the free streak.  A put into the first
+   level costs only that budget (and the streak the same bytes); a take
+   from it gives its bytes back to the budget and ends the streak.  So
+   the first level plus the second level as this thread last saw it
+   stay under the cap, and so does the streak; what other threads put
+   in the second level meanwhile is the slack.  kp_cache_gen counts
+   the changes of the cap: a heap whose l1_gen is behind takes the long
+   way at its next put.  The put of a freed dedicated chunk into the
+   first level is inline in kp_free_pool (kp_internal.h,
+   kp_cache_free_dedicated_fast), and must stay the same as
+   kp_l1_put_fast.
 
    A cached dedicated chunk keeps its units claimed with kind
    KP_KIND_CACHED, and a cached mapping keeps its radix entry with the
@@ -39,9 +55,13 @@
    the second level and the calling thread's first level at once;
    other threads trim their first level at their next put, and drain
    it when they exit, so until then each other thread may hold up to
-   KP_L1_SLOTS blocks beyond the cap.  A huge mapping (above 32 MiB)
-   is reused only for a request of exactly its size, so a request is
-   never served from a much bigger block.
+   KP_L1_SLOTS blocks beyond the cap.  Likewise, with the budgets
+   above, the cache as a whole holds at most the cap plus the first
+   levels of the threads other than the last one to put a mapping in
+   the second level.  A huge mapping (above 32 MiB) is reused only for
+   a request of exactly its size, so a huge block is never held by a
+   smaller request; a smaller mapping serves any request it holds
+   (below).
 
    When the cap is reached, older second-level entries are evicted for
    the new one.  A thread that frees more than the cap's worth of large
@@ -55,19 +75,21 @@
 #include "kp_internal.h"
 
 #define KP_L2_SLOTS 64
-/* A cached mapping serves a smaller request whole, without being cut
-   down, when the request needs at least half of it: a mapping cut with
-   mremap loses its resident tail, so that a later bigger request finds
-   nothing and faults in a new mapping.  On the mixed benchmark,
-   serving up to twice the request instead of an eighth more took it
-   from 1.0e5 to 1.8e5 ops/s.  The usable size is the whole mapping.
-   (A dedicated chunk is always cut to the units asked for: its usable
-   size is part of the contract.)  */
-#define KP_CACHE_SLACK_SHIFT 0          /* up to 2x the request */
+/* A cached mapping of up to 32 MiB serves any smaller request whole,
+   without being cut down: a mapping cut with mremap loses its resident
+   tail, so that a later bigger request finds nothing and faults in a
+   new mapping, and with blocks of random sizes that happens at nearly
+   every step.  The smallest mapping that fits is taken, and a request
+   for a mapping is above 4 MiB, so the usable size (the whole mapping)
+   is less than 8 times the request.  (A dedicated chunk is always cut
+   to the units asked for: its usable size is part of the contract.)  */
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
 static _Atomic (size_t) kp_l2_total;
 static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
+/* Bumped by every kame_pool_set_large_cache_cap; starts at 1 so that a
+   zeroed heap record is behind it.  */
+_Atomic (unsigned) kp_cache_gen = 1;
 
 /* ---- Entries ------------------------------------------------------------ */
 
@@ -131,7 +153,7 @@ kp_entry_base (uintptr_t e)
 /* Does entry E serve a request of kind MAPPING for NEED bytes?  A
    chunk must have exactly the units asked for, and a huge mapping
    (above 32 MiB) serves and is served only by its own size; a smaller
-   mapping may be up to twice as big (KP_CACHE_SLACK_SHIFT).  */
+   mapping serves any request it holds, whole.  */
 static inline bool
 kp_entry_fits (uintptr_t e, bool mapping, size_t need)
 {
@@ -140,7 +162,7 @@ kp_entry_fits (uintptr_t e, bool mapping, size_t need)
   size_t have = kp_entry_bytes (e);
   if (!mapping || need > KP_REGION_SIZE || have > KP_REGION_SIZE)
     return have == need;
-  return have >= need && have - need <= need >> KP_CACHE_SLACK_SHIFT;
+  return have >= need;
 }
 
 /* Could E serve the request once trimmed: same kind, bigger?  Huge
@@ -178,27 +200,64 @@ kp_l2_bytes (void)
   return atomic_load_explicit (&kp_l2_total, memory_order_relaxed);
 }
 
+/* H's first-level entry I, and its update by the owner: relaxed, so
+   plain moves, for kame_pool_get_stats reads them from other
+   threads.  */
+KP_INLINE uintptr_t
+kp_l1_get (const kp_heap_t *h, size_t i)
+{
+  return atomic_load_explicit (&h->l1[i], memory_order_relaxed);
+}
+
+KP_INLINE void
+kp_l1_set (kp_heap_t *h, size_t i, uintptr_t e)
+{
+  atomic_store_explicit (&h->l1[i], e, memory_order_relaxed);
+}
+
+/* The bytes H's first level holds.  */
 static inline size_t
 kp_l1_bytes (const kp_heap_t *h)
 {
-  return atomic_load_explicit (&h->l1_bytes, memory_order_relaxed);
+  size_t sum = 0;
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+    sum += kp_entry_bytes (kp_l1_get (h, i));
+  return sum;
 }
 
-/* The owner's update: a load and a store, no read-modify-write.  */
-static inline void
-kp_l1_bytes_add (kp_heap_t *h, size_t add, size_t sub)
+/* Work out H's budget for puts into its first level (see the top of
+   the file), for the cap as it is now.  */
+static void
+kp_l1_room_update (kp_heap_t *h)
 {
-  atomic_store_explicit (&h->l1_bytes, kp_l1_bytes (h) + add - sub,
-                         memory_order_relaxed);
+  unsigned gen = atomic_load_explicit (&kp_cache_gen, memory_order_acquire);
+  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  size_t held = kp_l1_bytes (h) + kp_l2_bytes ();
+  size_t room = held < cap ? cap - held : 0;
+  size_t unstreaked = h->free_streak < cap ? cap - h->free_streak : 0;
+  h->l1_room = room < unstreaked ? room : unstreaked;
+  h->l1_gen = gen;
 }
 
-/* Take H's first-level entry I out: the owner's plain store.  */
+/* The owner took BYTES out of its first level for a request: they go
+   back to the budget, and the free streak ends (see the top of the
+   file).  */
+KP_INLINE void
+kp_l1_take_fast (kp_heap_t *h, size_t bytes)
+{
+  h->l1_room += bytes;
+  h->free_streak = 0;
+}
+
+/* Take H's first-level entry I out; its bytes go back to the budget.  */
 static inline uintptr_t
 kp_l1_take (kp_heap_t *h, unsigned i)
 {
-  uintptr_t e = h->l1[i];
-  h->l1[i] = 0;
-  kp_l1_bytes_add (h, 0, kp_entry_bytes (e));
+  uintptr_t e = kp_l1_get (h, i);
+  kp_l1_set (h, i, 0);
+  if (i + 1 == h->l1_top)
+    h->l1_top = i;
+  h->l1_room += kp_entry_bytes (e);
   return e;
 }
 
@@ -215,11 +274,11 @@ kp_l1_fit (const kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
     *bigger = KP_L1_SLOTS;
   for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     {
-      uintptr_t e = h->l1[i];
+      uintptr_t e = kp_l1_get (h, i);
       if (kp_entry_fits (e, mapping, need))
         {
           if (fit == KP_L1_SLOTS
-              || kp_entry_bytes (e) < kp_entry_bytes (h->l1[fit]))
+              || kp_entry_bytes (e) < kp_entry_bytes (kp_l1_get (h, fit)))
             {
               fit = i;
               if (kp_entry_bytes (e) == need)
@@ -228,7 +287,8 @@ kp_l1_fit (const kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
         }
       else if (bigger != NULL && kp_entry_bigger (e, mapping, need)
                && (*bigger == KP_L1_SLOTS
-                   || kp_entry_bytes (e) < kp_entry_bytes (h->l1[*bigger])))
+                   || kp_entry_bytes (e)
+                      < kp_entry_bytes (kp_l1_get (h, *bigger))))
         *bigger = i;
     }
   return fit;
@@ -344,7 +404,7 @@ kp_l1_evict (kp_heap_t *h, size_t keep)
   bool any = false;
   for (unsigned i = 0; i < KP_L1_SLOTS && kp_l1_bytes (h) > keep; i++)
     {
-      if (h->l1[i] == 0)
+      if (kp_l1_get (h, i) == 0)
         continue;
       kp_entry_release (kp_l1_take (h, i));
       any = true;
@@ -364,8 +424,8 @@ kp_cache_take (bool mapping, size_t need)
   unsigned fit = KP_L1_SLOTS, bigger = KP_L1_SLOTS;
   if (h != NULL)
     fit = kp_l1_fit (h, mapping, need, &bigger);
-  size_t fit_bytes = fit != KP_L1_SLOTS ? kp_entry_bytes (h->l1[fit])
-                                        : SIZE_MAX;
+  size_t fit_bytes = fit != KP_L1_SLOTS
+                     ? kp_entry_bytes (kp_l1_get (h, fit)) : SIZE_MAX;
   if (mapping && fit_bytes != need)
     {
       uintptr_t e = kp_l2_take (need, fit_bytes,
@@ -430,52 +490,46 @@ kp_cache_tearing_down (void)
   return h != NULL && h->free_streak > kp_cache_cap_now ();
 }
 
-/* A large allocation of BYTES by H's thread: it ends its free streak,
-   and it counts for the others' (owner's load and store, relaxed).  */
-static inline void
-kp_heap_note_alloc (kp_heap_t *h, size_t bytes)
+/* A large allocation of BYTES by the calling thread, other than from
+   its own first level: it ends the thread's free streak, and it counts
+   for the others' (owner's load and store, relaxed).  One from the
+   first level ends the streak too (kp_l1_take_fast) but does not count
+   for the others: it takes nothing they freed.  */
+void
+kp_cache_note_alloc (size_t bytes)
 {
+  kp_heap_t *h = kp_cache_heap ();
+  if (h == NULL)
+    return;
   atomic_store_explicit (&h->large_allocated,
                          atomic_load_explicit (&h->large_allocated,
                                                memory_order_relaxed) + bytes,
                          memory_order_relaxed);
   h->free_streak = 0;
-}
-
-void
-kp_cache_note_alloc (size_t bytes)
-{
-  kp_heap_t *h = kp_cache_heap ();
-  if (h != NULL)
-    kp_heap_note_alloc (h, bytes);
+  kp_l1_room_update (h);
 }
 
 /* The loop's put of a freed block, with no call: E (BYTES) goes in the
-   first level of H (kp_tc.heap) when H is live, has a free slot at the
-   end, and E fits under the cap and the free streak; false when the
+   first level of H (kp_tc.heap) when its budget has room for BYTES
+   (a sentinel's is 0), the cap has not changed since the budget was
+   worked out, and there is a free slot at the end; false when the
    caller must take the long way, kp_cache_put.  */
 KP_INLINE bool
 kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
 {
-  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
-  if (kp_unlikely (!kp_heap_live (h) || h->l1[KP_L1_SLOTS - 1] != 0))
+  if (kp_unlikely (bytes > h->l1_room)
+      || kp_unlikely (h->l1_gen != atomic_load_explicit (&kp_cache_gen,
+                                                         memory_order_relaxed)))
     return false;
-  size_t streak = h->free_streak + bytes;
-  size_t held = kp_l1_bytes (h) + kp_l2_bytes () + bytes;
-  if (kp_unlikely (streak > cap || held > cap || held < bytes))
+  /* After the newest entry, so that the entries stay oldest first
+     (but for the gaps that takes leave).  */
+  size_t n = h->l1_top;
+  if (kp_unlikely (n == KP_L1_SLOTS))
     return false;
-  /* The first free slot; an empty first level, the loop's case, in
-     straight-line code.  */
-  unsigned n = 0;
-  if (kp_unlikely (h->l1[0] != 0))
-    do
-      n++;
-    while (h->l1[n] != 0);
-  if (kp_unlikely (n != KP_L1_SLOTS - 1 && h->l1[n + 1] != 0))
-    return false;
-  h->free_streak = streak;
-  h->l1[n] = e;
-  kp_l1_bytes_add (h, bytes, 0);
+  h->l1_top = n + 1;
+  h->l1_room -= bytes;
+  h->free_streak += bytes;
+  kp_l1_set (h, n, e);
   return true;
 }
 
@@ -483,15 +537,16 @@ kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
    The cap bounds the second level plus the calling thread's first.
    FREED says E is a block the program freed, which counts in the free
    streak; the rest of a cut-down block does not.  The loop's case,
-   kp_l1_put_fast, is the caller's to try first.  */
+   kp_l1_put_fast, is the caller's to try first.  H is the calling
+   thread's live heap or NULL; kp_cache_put works out its budget
+   afterwards.  */
 static bool
-kp_cache_put (uintptr_t e, bool freed)
+kp_cache_put_long (kp_heap_t *h, uintptr_t e, bool freed)
 {
   size_t bytes = kp_entry_bytes (e);
   size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
   if (bytes > cap)
     return false;
-  kp_heap_t *h = kp_cache_heap ();
   bool mapping = kp_entry_is_mapping (e);
   if (h == NULL)
     return mapping && kp_l2_put (e, cap, 0);
@@ -501,7 +556,7 @@ kp_cache_put (uintptr_t e, bool freed)
      first is full, and entries are released while over the cap.  */
   unsigned held = 0;
   for (unsigned k = 0; k < KP_L1_SLOTS; k++)
-    held += h->l1[k] != 0;
+    held += kp_l1_get (h, k) != 0;
   if (held == KP_L1_SLOTS)
     {
       uintptr_t old = kp_l1_take (h, 0);
@@ -532,16 +587,28 @@ kp_cache_put (uintptr_t e, bool freed)
   /* Oldest first: close the gaps, keeping the order, then append.  */
   unsigned n = 0;
   for (unsigned k = 0; k < KP_L1_SLOTS; k++)
-    if (h->l1[k] != 0)
-      {
-        uintptr_t v = h->l1[k];
-        h->l1[k] = 0;
-        h->l1[n++] = v;
-      }
+    {
+      uintptr_t v = kp_l1_get (h, k);
+      if (v != 0)
+        {
+          kp_l1_set (h, k, 0);
+          kp_l1_set (h, n++, v);
+        }
+    }
   KP_ASSERT (n < KP_L1_SLOTS);
-  h->l1[n] = e;
-  kp_l1_bytes_add (h, bytes, 0);
+  kp_l1_set (h, n, e);
+  h->l1_top = n + 1;
   return true;
+}
+
+static bool
+kp_cache_put (uintptr_t e, bool freed)
+{
+  kp_heap_t *h = kp_cache_heap ();
+  bool kept = kp_cache_put_long (h, e, freed);
+  if (h != NULL)
+    kp_l1_room_update (h);
+  return kept;
 }
 
 /* ---- The tiers' interface ----------------------------------------------- */
@@ -554,31 +621,38 @@ void *
 kp_cache_malloc_dedicated (size_t n)
 {
   /* No test that the heap is live: the sentinels' first levels stay
-     all zero (kp_cache_heap never hands them out), and WANT is never
-     zero, nor the low bits of a mapping's entry, which are odd.  */
+     empty, l1_top 0 (kp_cache_heap never hands them out, and their
+     budget is 0), and WANT is never zero, nor the low bits of a
+     mapping's entry, which are odd.  */
   kp_heap_t *h = kp_tc.heap;
   KP_ASSERT (n > KP_SMALL_MAX && n <= KP_DEDICATED_MAX);
-  unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
-  uintptr_t want = (uintptr_t) units << 1;
-  /* From the first slot, where a loop's one block always is (a put
-     appends at the first free slot).  */
-  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+  uintptr_t want = ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT) << 1;
+  /* Newest first: the last put, where a loop's one block always is,
+     in straight-line code; then the older ones.  */
+  size_t i = h->l1_top - 1;
+  uintptr_t e;
+  if (kp_likely (i < KP_L1_SLOTS)
+      && kp_likely (((e = atomic_load_explicit (&h->l1[i],
+                                                memory_order_relaxed))
+                     & (KP_UNIT_SIZE - 1)) == want))
+    h->l1_top = i;
+  else
     {
-      uintptr_t e = h->l1[i];
-      if ((e & (KP_UNIT_SIZE - 1)) == want)
-        {
-          /* A chunk's entry: kp_l1_take and kp_entry_base without
-             their test for a mapping.  */
-          h->l1[i] = 0;
-          kp_l1_bytes_add (h, 0, (size_t) units << KP_UNIT_SHIFT);
-          void *base = (void *) (e & ~(uintptr_t) (KP_UNIT_SIZE - 1));
-          atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
-                                 KP_KIND_DEDICATED, memory_order_relaxed);
-          kp_heap_note_alloc (h, n);
-          return base;
-        }
+      if (i >= KP_L1_SLOTS)
+        return kp_malloc_large (n, 0);  /* empty */
+      do
+        if (i-- == 0)
+          return kp_malloc_large (n, 0);
+      while (((e = kp_l1_get (h, i)) & (KP_UNIT_SIZE - 1)) != want);
     }
-  return kp_malloc_large (n, 0);
+  /* A chunk's entry: kp_l1_take and kp_entry_base without their test
+     for a mapping.  */
+  atomic_store_explicit (&h->l1[i], 0, memory_order_relaxed);
+  kp_l1_take_fast (h, (size_t) want << (KP_UNIT_SHIFT - 1));
+  void *base = (void *) (e - want);
+  atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
+                         KP_KIND_DEDICATED, memory_order_relaxed);
+  return base;
 }
 
 /* malloc of N bytes above 4 MiB: the smallest mapping in the thread's
@@ -593,21 +667,37 @@ kp_cache_malloc_mapping (size_t n)
   if (n > KP_REGION_SIZE - 2 * page)
     return kp_malloc_large (n, 0);
   size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
-  /* An exact fit first, the loop's case, by the entry's low bits alone
-     (its size and flag); as in kp_cache_malloc_dedicated, a sentinel's
-     all-zero first level needs no test.  Else the best fit.  */
+  /* An exact fit in the newest entry first, the loop's case, by the
+     entry's low bits alone (its size and flag), in straight-line code;
+     as in kp_cache_malloc_dedicated, a sentinel's empty first level
+     needs no test.  Else the best fit.  */
   uintptr_t want = kp_entry_mapping (NULL, need);
-  unsigned fit = 0;
-  while (fit < KP_L1_SLOTS && (h->l1[fit] & KP_REGION_MASK) != want)
-    fit++;
+  size_t top = h->l1_top, i = top - 1;
+  uintptr_t e;
+  if (kp_likely (i < KP_L1_SLOTS)
+      && kp_likely (((e = kp_l1_get (h, i)) & KP_REGION_MASK) == want))
+    {
+      kp_l1_set (h, i, 0);
+      h->l1_top = i;
+      kp_l1_take_fast (h, need);
+      return kp_mapping_recycle ((void *) (e - want), need, n);
+    }
+  unsigned fit = top;
+  do
+    if (fit-- == 0)
+      {
+        fit = KP_L1_SLOTS;
+        break;
+      }
+  while ((kp_l1_get (h, fit) & KP_REGION_MASK) != want);
   if (fit == KP_L1_SLOTS)
     {
       if (!kp_heap_live (h)
           || (fit = kp_l1_fit (h, true, need, NULL)) == KP_L1_SLOTS)
         return kp_malloc_large (n, 0);
     }
-  uintptr_t e = kp_l1_take (h, fit);
-  kp_heap_note_alloc (h, n);
+  e = kp_l1_take (h, fit);
+  h->free_streak = 0;
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }
 
@@ -625,9 +715,11 @@ kp_cache_free_chunk (kp_chunk_t *c, uintptr_t e)
 
 /* Free P, the block of dedicated chunk C, for the thread whose heap is
    H (kp_tc.heap, live or not): into the cache, else its units are
-   released.  */
+   released.  kp_free_pool tries the first level inline first
+   (kp_cache_free_dedicated_fast, which must put an entry exactly as
+   kp_l1_put_fast does).  */
 void
-kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p)
+kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h)
 {
   KP_ASSERT (p == kp_chunk_data (c));
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
@@ -686,11 +778,11 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
       unsigned best = KP_L1_SLOTS;
       for (unsigned i = 0; i < KP_L1_SLOTS; i++)
         {
-          uintptr_t v = h->l1[i];
+          uintptr_t v = kp_l1_get (h, i);
           if (v != 0 && kp_entry_is_mapping (v)
               && kp_entry_bytes (v) < map_size && kp_entry_bytes (v) >= floor
               && (best == KP_L1_SLOTS
-                  || kp_entry_bytes (v) > kp_entry_bytes (h->l1[best])))
+                  || kp_entry_bytes (v) > kp_entry_bytes (kp_l1_get (h, best))))
             best = i;
         }
       if (best != KP_L1_SLOTS)
@@ -735,8 +827,12 @@ kp_cache_drain (void)
 {
   bool any = kp_l2_evict (0);
   kp_heap_t *h = kp_cache_heap ();
-  if (h != NULL && kp_l1_evict (h, 0))
-    any = true;
+  if (h != NULL)
+    {
+      if (kp_l1_evict (h, 0))
+        any = true;
+      kp_l1_room_update (h);
+    }
   return any;
 }
 
@@ -744,6 +840,10 @@ void
 kp_cache_thread_exit (kp_heap_t *h)
 {
   kp_l1_evict (h, 0);
+  /* The record's next thread starts with no budget: its first put
+     takes the long way.  */
+  h->l1_room = 0;
+  h->l1_top = 0;
 }
 
 size_t
@@ -768,11 +868,17 @@ kame_pool_set_large_cache_cap (size_t bytes)
 {
   size_t old = atomic_exchange_explicit (&kp_cache_cap, bytes,
                                          memory_order_relaxed);
+  /* Every heap's budget is out of date: its next put takes the long
+     way, which evicts down to the new cap.  */
+  atomic_fetch_add_explicit (&kp_cache_gen, 1, memory_order_release);
   kp_l2_evict (bytes);
   kp_heap_t *h = kp_cache_heap ();
   size_t l2 = kp_l2_bytes ();
   if (h != NULL)
-    kp_l1_evict (h, l2 < bytes ? bytes - l2 : 0);
+    {
+      kp_l1_evict (h, l2 < bytes ? bytes - l2 : 0);
+      kp_l1_room_update (h);
+    }
   /* The free units the large tier keeps resident are bounded by the
      cap too (region.c).  */
   if (bytes < old)

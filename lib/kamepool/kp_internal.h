@@ -356,16 +356,21 @@ struct kp_heap
   uint8_t numa_node;
   struct kp_heap *pool_next;    /* immutable once published */
   /* First level of the large recycle cache (cache.c): entries, oldest
-     first, 0 when empty.  Plain: only the owning thread uses them.  */
-  uintptr_t l1[KP_L1_SLOTS];
-  /* Their bytes: written by the owner with relaxed stores (never a
-     read-modify-write), read relaxed by kame_pool_get_stats.  */
-  _Atomic (size_t) l1_bytes;
+     first, 0 when empty.  Written by the owner alone, with relaxed
+     stores; kame_pool_get_stats sums them with relaxed loads.  */
+  _Atomic (uintptr_t) l1[KP_L1_SLOTS];
+  /* Owner-only (cache.c): the bytes the first level may still take
+     with no look at the cap, and the cap's generation when that was
+     worked out; the slots from l1_top up are empty.  */
+  size_t l1_room, l1_top;
+  unsigned l1_gen;
   /* Large mappings made minus freed by this thread, and their bytes
-     (large.c); same rules as l1_bytes.  */
+     (large.c): written by the owner with relaxed stores (never a
+     read-modify-write), read relaxed by kame_pool_get_stats.  */
   _Atomic (size_t) large_count, large_bytes;
-  /* Bytes of large blocks this thread has allocated, ever (same rules:
-     owner stores, relaxed loads by others); and, owner-only, the bytes
+  /* Bytes of large blocks this thread has allocated other than from
+     its own first level, ever (same rules: owner stores, relaxed loads
+     by others); and, owner-only, the bytes
      of large blocks it freed since its last large allocation or since
      it last saw the others allocate, with the sum of every heap's
      large_allocated when it last looked (cache.c, the free streak).  */
@@ -647,7 +652,9 @@ KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
    mapping of N bytes; the block.  */
 KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
 /* Free P, the block of dedicated chunk C; H is kp_tc.heap.  */
-KP_HIDDEN void kp_cache_free_dedicated (kp_heap_t *h, kp_chunk_t *c, void *p);
+KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h);
+/* The generation of the large cache's cap (cache.c).  */
+extern _Atomic (unsigned) kp_cache_gen KP_HIDDEN;
 /* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
    one cut down to MAP_SIZE (its size in *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
@@ -748,6 +755,32 @@ kp_free_owned (kp_chunk_t *c, void *p, uintptr_t off)
   kp_free_push (c, b);
 }
 
+/* Free P, the block of dedicated chunk C, for the thread whose heap is
+   H (kp_tc.heap, live or not): after the newest entry of H's first
+   level of the large cache when its budget has room and the cap has
+   not changed since (cache.c; a sentinel's budget is 0), else the long
+   way, kp_cache_free_dedicated.  */
+KP_INLINE void
+kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
+{
+  unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
+  size_t bytes = (size_t) units << KP_UNIT_SHIFT;
+  size_t n = h->l1_top;
+  if (kp_likely (bytes <= h->l1_room) && kp_likely (n < KP_L1_SLOTS)
+      && kp_likely (h->l1_gen == atomic_load_explicit (&kp_cache_gen,
+                                                       memory_order_relaxed)))
+    {
+      atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
+      h->l1_top = n + 1;
+      h->l1_room -= bytes;
+      h->free_streak += bytes;
+      atomic_store_explicit (&h->l1[n], (uintptr_t) p | (uintptr_t) units << 1,
+                             memory_order_relaxed);
+      return;
+    }
+  kp_cache_free_dedicated (c, p, h);
+}
+
 /* Free P, a block in a pool region: a plain push when this thread owns
    its chunk, the cache for a dedicated chunk, a remote free otherwise.  */
 KP_INLINE void
@@ -775,7 +808,7 @@ kp_free_pool (void *p)
       && atomic_load_explicit (&c->kind, memory_order_relaxed)
          == KP_KIND_DEDICATED)
     {
-      kp_cache_free_dedicated (h, c, p);
+      kp_cache_free_dedicated_fast (c, p, h);
       return;
     }
   c = kp_chunk_of (p);

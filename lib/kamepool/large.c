@@ -1,6 +1,6 @@
-/* large.c -- blocks above 32 KiB: dedicated chunks of whole units up to
-   4 MiB, and mappings of their own above that (or for alignments a
-   dedicated chunk cannot give).
+/* large.c -- blocks above the size classes: dedicated chunks of whole
+   units up to 4 MiB, and mappings of their own above that (or for
+   alignments a dedicated chunk cannot give).
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

@@ -36,7 +36,7 @@ extern "C" {
    and a caller of that version gets the first 64 classes.)  */
 #define KAME_POOL_STATS_CLASSES 96
 
-/* One size class of the small tier (blocks up to 209712 bytes).  */
+/* One size class of the small tier (blocks up to 208896 bytes).  */
 typedef struct kame_pool_class_stats
 {
   size_t block_size;            /* bytes per block of the class */

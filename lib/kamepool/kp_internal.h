@@ -83,11 +83,11 @@
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
-#define KP_SMALL_MAX 209712                     /* largest size class */
+#define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 69
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
-#define KP_MID_LUT_SIZE (((KP_SMALL_MAX - 1) >> 10) - 31)
+#define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
 #define KP_PAGE 4096                            /* metadata page granularity */
 #define KP_MIN_ALIGN 16
 /* Pages per small chunk the decay can give back: 4 units of 4 KiB
@@ -421,13 +421,11 @@ KP_HIDDEN void kp_sizeclass_check (void);
 KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
 
 /* The class of N, KP_LUT_MAX < N <= KP_SMALL_MAX: the mid classes are
-   more than 1 KiB apart, so the class for the 1 KiB window N falls in
-   is N's or the one before it.  */
+   multiples of 1 KiB, so N in KiB, rounded up, tells it.  */
 KP_INLINE unsigned
 kp_mid_class (size_t n)
 {
-  unsigned cls = kp_mid_lut[((n - 1) >> 10) - (KP_LUT_MAX >> 10)];
-  return cls + (n > kp_class_size[cls]);
+  return kp_mid_lut[((n + 1023) >> 10) - (KP_LUT_MAX >> 10) - 1];
 }
 
 /* The class of N, N <= KP_SMALL_MAX.  */

@@ -11,12 +11,13 @@
    4096, 8192, 16384 and 32768 are exact and page-aligned.  Above 368
    bytes the internal waste is under 20 %.
 
-   Above 32 KiB, the mid classes: 1 MiB / M rounded down to 16 bytes
-   for M = 30, 28, ... 18 and 16, 15, ... 5, in chunks of 4 units
-   (1 MiB) that they fill to within M * 16 bytes.  The step from one to
-   the next is 6 to 20 %, so a block of 33 KiB to 200 KiB takes little
-   more than its size, where a unit of its own (256 KiB) took up to 8
-   times it; 69904 holds 68 KiB, 209712 holds 200 KB.  */
+   Above 32 KiB, the mid classes: 1 MiB / M rounded down to 1 KiB for
+   M = 30, 28, ... 18 and 16, 15, ... 5, in chunks of 4 units (1 MiB)
+   that they fill to within 1.6 %.  The step from one to the next is 6
+   to 20 %, so a block of 33 KiB to 200 KiB takes little more than its
+   size, where a unit of its own (256 KiB) took up to 8 times it;
+   69632 holds 68 KiB, 208896 holds 200 KB.  Being multiples of 1 KiB,
+   they are found with one load (kp_mid_class).  */
 
 #include <config.h>
 
@@ -32,9 +33,9 @@ const uint32_t kp_class_size[KP_NCLASS] = {
   5120, 6144, 7168, 8192,
   10240, 12288, 14336, 16384,
   20480, 24576, 28672, 32768,
-  34944, 37440, 40320, 43680, 47648, 52416, 58240,
-  65536, 69904, 74896, 80656, 87376, 95312, 104848, 116496,
-  131072, 149792, 174752, 209712
+  34816, 36864, 39936, 43008, 47104, 52224, 57344,
+  65536, 69632, 74752, 79872, 87040, 95232, 104448, 115712,
+  131072, 149504, 174080, 208896
 };
 
 /* Units per chunk: at least 32 blocks per chunk up to 32 KiB, at most
@@ -75,7 +76,9 @@ kp_sizeclass_check (void)
       KP_CHECK (kp_class_size[cls] >= n && kp_class_size[cls - 1] < n);
     }
   for (cls = 0; cls < KP_NCLASS; cls++)
-    KP_CHECK (kp_class_size[cls] % 16 == 0 && kp_class_units[cls] <= 4
+    KP_CHECK (kp_class_size[cls] % (kp_class_size[cls] > KP_LUT_MAX
+                                    ? 1024 : 16) == 0
+              && kp_class_units[cls] <= 4
               && ((size_t) kp_class_units[cls] << KP_UNIT_SHIFT)
                  / kp_class_size[cls] >= 5);
 }

@@ -380,7 +380,7 @@ KT_TEST (realloc_grow_within_usable_stays_in_place)
 {
   static const size_t pairs[][2] = {
     { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20480 },
-    { 100 * KIB, 104848 }, { 33 * KIB, 34944 }, { 300 * KIB, 2 * UNIT },
+    { 100 * KIB, 104448 }, { 33 * KIB, 34816 }, { 300 * KIB, 2 * UNIT },
     { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + PAGE }
   };
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)

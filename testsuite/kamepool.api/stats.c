@@ -83,7 +83,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK_EQ (s.nclasses, 64);
           KT_CHECK_EQ (s.classes[0].block_size, 16);
           KT_CHECK_EQ (s.classes[49].block_size, 32768);
-          KT_CHECK_EQ (s.classes[63].block_size, 104848);
+          KT_CHECK_EQ (s.classes[63].block_size, 104448);
           KT_CHECK_EQ (s.classes[64].block_size, UNTOUCHED);
         }
       else
@@ -91,8 +91,8 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK_EQ (s.nclasses, 69);
           KT_CHECK_EQ (s.classes[0].block_size, 16);
           KT_CHECK_EQ (s.classes[49].block_size, 32768);
-          KT_CHECK_EQ (s.classes[50].block_size, 34944);
-          KT_CHECK_EQ (s.classes[68].block_size, 209712);
+          KT_CHECK_EQ (s.classes[50].block_size, 34816);
+          KT_CHECK_EQ (s.classes[68].block_size, 208896);
           KT_CHECK_EQ (s.classes[69].block_size, 0);
           KT_CHECK (s.small_live_bytes >= 64);
           KT_CHECK_EQ (s.small_free_bytes,
@@ -107,7 +107,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
    the second chunk.  */
 KT_TEST (a_new_small_chunk_steps_chunks_and_units)
 {
-  static const size_t cls[] = { 7168, 12288, 28672, 69904, 209712 };
+  static const size_t cls[] = { 7168, 12288, 28672, 69632, 208896 };
   static const size_t units[] = { 1, 2, 4, 4, 4 };
   for (size_t k = 0; k < 5; k++)
     {

@@ -271,7 +271,7 @@ sc_interior_100k (void)
   km_no_block_twice (km_size, 16, &live, 1);
 }
 
-/* The biggest class (209712 bytes), 5 blocks a chunk.  */
+/* The biggest class (208896 bytes), 5 blocks a chunk.  */
 KM_TEST (free_inside_a_200_kb_block)
 {
   KM_NEEDS_HARDENING;

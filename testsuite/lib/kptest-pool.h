@@ -6,18 +6,18 @@
 #define KPTEST_POOL_H 1
 
 /* The 69 size classes of the contract, and the largest: above 32768,
-   1 MiB / M rounded down to 16 bytes, for M = 30, 28, ... 18, 16, 15,
+   1 MiB / M rounded down to 1 KiB, for M = 30, 28, ... 18, 16, 15,
    ... 5.  */
 static const size_t kt_classes[] = {
   16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
   256, 272, 288, 304, 320, 336, 352, 368, 384, 448, 512, 640, 768, 896,
   1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144,
   7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
-  34944, 37440, 40320, 43680, 47648, 52416, 58240, 65536, 69904, 74896,
-  80656, 87376, 95312, 104848, 116496, 131072, 149792, 174752, 209712
+  34816, 36864, 39936, 43008, 47104, 52224, 57344, 65536, 69632, 74752,
+  79872, 87040, 95232, 104448, 115712, 131072, 149504, 174080, 208896
 };
 #define KT_NCLASSES (sizeof kt_classes / sizeof kt_classes[0])
-#define KT_SMALL_MAX ((size_t) 209712)
+#define KT_SMALL_MAX ((size_t) 208896)
 
 /* A snapshot of the pool's statistics, the newest version.  */
 static inline kame_pool_stats_t

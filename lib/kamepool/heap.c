@@ -402,6 +402,7 @@ kp_heap_trim (void)
   kp_heap_t *h = kp_tc.heap;
   if (!kp_heap_live (h))
     return 0;
+  kp_rbatch_flush_all (h);
   size_t calls = 0, pages = 0;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
@@ -445,6 +446,9 @@ kp_thread_exit (void *arg)
   kp_heap_t *h = arg;
   if (h != kp_tc.heap || !kp_heap_live (h))
     return;
+  /* The batch first: publishing it may take chunks over, which the
+     loop below then hands on like the others.  */
+  kp_rbatch_flush_all (h);
   enum kp_release_pages pages
     = atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed)
       ? KP_PAGES_LAZY : KP_PAGES_KEEP;
@@ -514,6 +518,11 @@ kp_malloc_refill (size_t n)
         return kp_libc_malloc (n);
       h = kp_tc.heap;
     }
+  /* The slow path publishes the thread's batch of remote frees, so
+     that a thread that frees others' blocks and allocates holds them
+     back for a refill's time at most.  */
+  if (h->rbatch_mask != 0)
+    kp_rbatch_flush_all (h);
   unsigned cls = kp_size_class (n);
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)

@@ -11,9 +11,13 @@
    and alone may touch its line-0 fields (free, used, bump) or release
    it, so a chunk is released exactly once, by the holder of the bit.
 
-     kp_free_remote       CAS-push (acq_rel) that always sets OWNED; a
+     kp_free_remote       into the thread's batch (plain stores); the
+     kp_rbatch_flush      batch, or a lone block, is pushed with one
+                          CAS (acq_rel) that always sets OWNED; a
                           pusher that found the bit clear has just taken
                           an ABANDONED chunk and runs kp_abandoned_collect.
+                          A block in a batch still counts in used, so
+                          its chunk is not released before the flush.
      kp_chunk_collect     the owner swaps the list out, keeping OWNED
                           (exchange, acquire: the blocks' next fields).
      kp_chunk_abandon     the owner clears `owner', then CASes OWNED -> 0
@@ -674,6 +678,7 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
   s->head = s->tail = b;
   s->count = 1;
   s->limit = limit;
+  s->data = kp_chunk_data (c);
   s->divmagic = kp_divmagic (size);
   s->cls = (uint8_t) cls;
   s->chunk = c;
@@ -683,7 +688,8 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
 /* Free P, a block of small chunk C that this thread does not own: into
    the slot of the thread's batch that holds blocks of C, with plain
    stores, when there is one.  Its blocks keep C claimed and SMALL (they
-   count in its used), so the slot's copy of the block size is C's.  */
+   count in its used), so the slot's copies of C's data address and
+   block size are C's.  */
 void
 kp_free_remote (kp_chunk_t *c, void *p)
 {
@@ -693,7 +699,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
   if (kp_likely (s->chunk == c))
     {
       kp_block_t *b = p;
-      uintptr_t off = (uintptr_t) p - (uintptr_t) kp_chunk_data (c);
+      uintptr_t off = (uintptr_t) p - (uintptr_t) s->data;
       if (kp_unlikely (off * s->divmagic >= s->divmagic))
         {
           kp_misuse ("free", "invalid pointer (not the start of a block):",

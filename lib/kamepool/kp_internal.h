@@ -15,8 +15,9 @@
    serves one size class (up to 204.8 KiB); a dedicated chunk serves
    one block above that.  Each thread owns a heap with one active chunk per class;
    the owner allocates and frees with plain loads and stores, other
-   threads free with one CAS onto the chunk's remote list, whose low
-   bit is the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
+   threads gather their frees in a per-thread batch and push each
+   batch with one CAS onto the chunk's remote list, whose low bit is
+   the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
    their own.  A flat radix map from region number to kind tells pool
    memory, large mappings and foreign (libc) pointers apart.  Free
    lists are safe-linked and freed blocks tagged, so that double,
@@ -34,12 +35,13 @@
                             readers get happens-before from the hand-over
                             of the pointer they free, or from the owned
                             bit's acquire.
-     desc.xthread_free      remote push CAS acq_rel; owner collect
+     desc.xthread_free      remote push (a block or a batch) CAS acq_rel; owner collect
                             exchange acquire; unown CAS release.
      desc.owner             relaxed: a thread only ever compares it with
                             its own heap, which it wrote itself.
      region list, radix     release on publish, acquire on walk.
      counters, hints        relaxed, approximate by design.
+     heap.rbatch            the heap's thread only: plain.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -351,6 +353,7 @@ typedef struct kp_rbatch
 {
   kp_chunk_t *chunk;            /* NULL: the slot is empty */
   kp_block_t *head, *tail;
+  char *data;                   /* the chunk's first block */
   uint64_t divmagic;            /* of the chunk's block size */
   uint32_t count, limit;        /* blocks held; the flush comes at limit */
   uint8_t cls;

@@ -518,11 +518,6 @@ kp_malloc_refill (size_t n)
         return kp_libc_malloc (n);
       h = kp_tc.heap;
     }
-  /* The slow path publishes the thread's batch of remote frees, so
-     that a thread that frees others' blocks and allocates holds them
-     back for a refill's time at most.  */
-  if (h->rbatch_mask != 0)
-    kp_rbatch_flush_all (h);
   unsigned cls = kp_size_class (n);
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)
@@ -534,6 +529,15 @@ kp_malloc_refill (size_t n)
       kp_tc.active[cls] = &kp_empty_chunk;
       kp_chunk_displace (h, c, false);
     }
+  /* The slow path proper, past the active chunk, publishes the thread's
+     batch of remote frees: a thread that frees others' blocks and
+     allocates holds them back no longer than it takes to use up a
+     chunk, and it never adopts a chunk while blocks of it wait in its
+     own batch.  (Not on every call: a refill that only links the next
+     page of the active chunk comes every page of blocks, and flushing
+     there cut the batches short.)  */
+  if (h->rbatch_mask != 0)
+    kp_rbatch_flush_all (h);
   /* The clock every 8th time the active chunk runs dry.  */
   if ((++h->decay_ticks & 7) == 0)
     kp_heap_decay (h);

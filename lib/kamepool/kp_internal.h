@@ -342,9 +342,9 @@ typedef struct kp_region
    (a class whose blocks are larger than half of that is not batched),
    so a thread holds at most KP_RBATCH_SLOTS * KP_RBATCH_BYTES bytes
    of blocks it freed and nobody can reuse yet.  */
-#define KP_RBATCH_SLOTS 8
+#define KP_RBATCH_SLOTS 32
 #define KP_RBATCH_BLOCKS 64
-#define KP_RBATCH_BYTES ((size_t) 64 * 1024)
+#define KP_RBATCH_BYTES ((size_t) 16 * 1024)
 
 /* One slot.  Plain fields: only the heap's thread reads or writes
    them.  The blocks are linked (encoded links, tagged free) from HEAD

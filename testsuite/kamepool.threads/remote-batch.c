@@ -20,9 +20,9 @@
 #include "kptest-pool.h"
 
 /* A class no other allocation of these tests uses, whose batch bound
-   (64 KiB of blocks, at most 64) is 51 blocks: N blocks fit in one
+   (16 KiB of blocks, at most 64) is 44 blocks: N blocks fit in one
    batch, and in one chunk.  */
-#define SIZE ((size_t) 1280)
+#define SIZE ((size_t) 368)
 #define N 40
 
 static void *blk[N];

@@ -566,6 +566,10 @@ kp_remote_push (kp_chunk_t *c, kp_block_t *head, kp_block_t *tail)
   kp_abandoned_collect (c);
 }
 
+_Static_assert ((KP_RBATCH_SLOTS & (KP_RBATCH_SLOTS - 1)) == 0
+                && KP_RBATCH_SLOTS <= 32,
+                "a power of two, with a bit of rbatch_mask per slot");
+
 /* The slot of H's batch that chunk C uses: the descriptors of a region
    are 3 lines apart, so neighbouring chunks get different slots.  */
 static inline kp_rbatch_t *

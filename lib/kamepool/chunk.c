@@ -11,9 +11,13 @@
    and alone may touch its line-0 fields (free, used, bump) or release
    it, so a chunk is released exactly once, by the holder of the bit.
 
-     kp_free_remote       CAS-push (acq_rel) that always sets OWNED; a
+     kp_free_remote       into the thread's batch (plain stores); the
+     kp_rbatch_flush      batch, or a lone block, is pushed with one
+                          CAS (acq_rel) that always sets OWNED; a
                           pusher that found the bit clear has just taken
                           an ABANDONED chunk and runs kp_abandoned_collect.
+                          A block in a batch still counts in used, so
+                          its chunk is not released before the flush.
      kp_chunk_collect     the owner swaps the list out, keeping OWNED
                           (exchange, acquire: the blocks' next fields).
      kp_chunk_abandon     the owner clears `owner', then CASes OWNED -> 0
@@ -540,11 +544,85 @@ kp_abandoned_collect (kp_chunk_t *c)
     }
 }
 
-/* Free P, a block of small chunk C that this thread does not own.  A
-   dedicated chunk's block never comes here: kp_free_pool hands it to
-   the cache from its own unit's descriptor, so P is inside one.  */
+/* Push the list HEAD .. TAIL of blocks of small chunk C, which the
+   calling thread does not own, onto C's remote list with one CAS
+   (acq_rel) that always sets OWNED; when OWNED was clear (C is
+   abandoned), the caller has just taken C over and collects it.  After
+   a push that found OWNED set, C is never touched again: its owner may
+   collect the blocks and release it at once.  */
+static void
+kp_remote_push (kp_chunk_t *c, kp_block_t *head, kp_block_t *tail)
+{
+  uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
+  do
+    kp_block_link (tail, (kp_block_t *) (old & ~KP_TF_OWNED));
+  while (!atomic_compare_exchange_weak_explicit (&c->xthread_free, &old,
+                                                 (uintptr_t) head
+                                                 | KP_TF_OWNED,
+                                                 memory_order_acq_rel,
+                                                 memory_order_relaxed));
+  if (old & KP_TF_OWNED)
+    return;                     /* the owner will collect; never touch c again */
+  kp_abandoned_collect (c);
+}
+
+_Static_assert ((KP_RBATCH_SLOTS & (KP_RBATCH_SLOTS - 1)) == 0
+                && KP_RBATCH_SLOTS <= 32,
+                "a power of two, with a bit of rbatch_mask per slot");
+
+/* The slot of H's batch that chunk C uses: the descriptors of a region
+   are 3 lines apart, so neighbouring chunks get different slots.  */
+static inline kp_rbatch_t *
+kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
+{
+  uintptr_t a = (uintptr_t) c;
+  return &h->rbatch[((a >> 6) ^ (a >> KP_REGION_SHIFT))
+                    & (KP_RBATCH_SLOTS - 1)];
+}
+
+/* Publish slot S of H, which holds blocks.  The slot is emptied before
+   the push: the blocks belong to the chunk's list from then on, and the
+   chunk may be gone once they are there.  Each block still counts in
+   the chunk's used (only the collect lowers it), so the chunk could not
+   be released while they waited in the slot.  Out of line: the batch's
+   own path saves no registers for it.  */
+static KP_NOINLINE void
+kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s)
+{
+  kp_chunk_t *c = s->chunk;
+  kp_block_t *head = s->head, *tail = s->tail;
+  s->chunk = NULL;
+  s->count = 0;
+  h->rbatch_mask &= ~(1u << (s - h->rbatch));
+  kp_remote_push (c, head, tail);
+}
+
 void
-kp_free_remote (kp_chunk_t *c, void *p)
+kp_rbatch_flush_all (kp_heap_t *h)
+{
+  while (h->rbatch_mask != 0)
+    kp_rbatch_flush (h, &h->rbatch[__builtin_ctz (h->rbatch_mask)]);
+}
+
+/* How many blocks of SIZE bytes a slot holds: 0 when their class is
+   not batched.  */
+static inline uint32_t
+kp_rbatch_limit (size_t size)
+{
+  size_t n = KP_RBATCH_BYTES / size;
+  if (n > KP_RBATCH_BLOCKS)
+    n = KP_RBATCH_BLOCKS;
+  return n >= 2 ? (uint32_t) n : 0;
+}
+
+/* Free P, a block of small chunk C that this thread does not own, the
+   long way: check P, then put it in a slot of the batch (publishing the
+   slot's blocks of another chunk first), or push it alone when the
+   thread has no heap any more or the class is not batched.  A dedicated
+   chunk's block never comes here: kp_free_pool hands it to the cache
+   from its own unit's descriptor, so P is inside one.  */
+static KP_NOINLINE void
+kp_free_remote_slow (kp_chunk_t *c, void *p)
 {
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
@@ -570,34 +648,86 @@ kp_free_remote (kp_chunk_t *c, void *p)
       return;
     }
   /* A thread that frees before it ever allocated gets its heap now:
-     its frees are then counted in it without a read-modify-write, and
-     it can foster the chunks it takes over.  */
+     its frees are then counted in it without a read-modify-write, it
+     batches them, and it can foster the chunks it takes over.  */
   if (kp_unlikely (kp_tc.heap == &kp_heap_none))
     kp_thread_init ();
+  kp_heap_t *h = kp_tc.heap;
   /* The class before the push: once the block is on the list, the
      owner may release the chunk and anyone claim it again.  */
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
   kp_block_t *b = p;
-  /* Freed already: on the owner's list or on this remote list.  No look
-     at either list is possible from here; the tag, with its 64 bits of
-     secret, is the proof.  */
+  /* Freed already: on the owner's list, on this remote list or in a
+     batch.  No look at any of them is possible from here; the tag,
+     with its 64 bits of secret, is the proof.  */
   if (kp_unlikely (kp_block_marked_free (b)))
     {
       kp_misuse ("free", "double free of", p);
       return;
     }
   kp_block_mark_free (b);
-  uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
-  do
-    kp_block_link (b, (kp_block_t *) (old & ~KP_TF_OWNED));
-  while (!atomic_compare_exchange_weak_explicit (&c->xthread_free, &old,
-                                                 (uintptr_t) b | KP_TF_OWNED,
-                                                 memory_order_acq_rel,
-                                                 memory_order_relaxed));
-  kp_remote_count (kp_tc.heap, false, cls, 1);
-  if (old & KP_TF_OWNED)
-    return;                     /* the owner will collect; never touch c again */
-  kp_abandoned_collect (c);
+  kp_remote_count (h, false, cls, 1);
+  uint32_t limit = kp_rbatch_limit (size);
+  if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
+    {
+      kp_remote_push (c, b, b);
+      return;
+    }
+  kp_rbatch_t *s = kp_rbatch_slot (h, c);
+  if (s->chunk != NULL)
+    kp_rbatch_flush (h, s);
+  /* A consistent slot at every step (a fork from a signal handler):
+     the block is linked before the slot names it.  */
+  kp_block_link (b, NULL);
+  s->head = s->tail = b;
+  s->count = 1;
+  s->limit = limit;
+  s->data = kp_chunk_data (c);
+  s->divmagic = kp_divmagic (size);
+  s->cls = (uint8_t) cls;
+  s->chunk = c;
+  h->rbatch_mask |= 1u << (s - h->rbatch);
+}
+
+/* Free P, a block of small chunk C that this thread does not own: into
+   the slot of the thread's batch that holds blocks of C, with plain
+   stores, when there is one.  Its blocks keep C claimed and SMALL (they
+   count in its used), so the slot's copies of C's data address and
+   block size are C's.  */
+void
+kp_free_remote (kp_chunk_t *c, void *p)
+{
+  kp_heap_t *h = kp_tc.heap;
+  kp_rbatch_t *s = kp_rbatch_slot (h, c);
+  /* The sentinel heaps' slots are all empty.  */
+  if (kp_likely (s->chunk == c))
+    {
+      kp_block_t *b = p;
+      uintptr_t off = (uintptr_t) p - (uintptr_t) s->data;
+      if (kp_unlikely (off * s->divmagic >= s->divmagic))
+        {
+          kp_misuse ("free", "invalid pointer (not the start of a block):",
+                     p);
+          return;
+        }
+      if (kp_unlikely (kp_block_marked_free (b)))
+        {
+          kp_misuse ("free", "double free of", p);
+          return;
+        }
+      kp_block_link (b, s->head);
+      kp_block_mark_free (b);
+      s->head = b;
+      /* kp_remote_count, for a live heap.  */
+      _Atomic (size_t) *out = &h->remote_out[s->cls];
+      atomic_store_explicit (out, atomic_load_explicit
+                             (out, memory_order_relaxed) + 1,
+                             memory_order_relaxed);
+      if (kp_unlikely (++s->count >= s->limit))
+        kp_rbatch_flush (h, s);
+      return;
+    }
+  kp_free_remote_slow (c, p);
 }
 
 /* Find an abandoned chunk of class CLS with room, take it over for H.
@@ -652,26 +782,6 @@ kp_chunk_adopt (kp_heap_t *h, unsigned cls)
   return NULL;
 }
 
-/* Whether B, a block of C that this thread owns and that carries the
-   free tag, is free: on C's free list or its remote list.  */
-static bool
-kp_chunk_holds_free (kp_chunk_t *c, kp_block_t *b)
-{
-  kp_chunk_collect (c);
-  /* At most capacity links: a list that loops was corrupted.  */
-  size_t steps = 0;
-  for (kp_block_t *f = c->free; f != NULL && steps <= c->capacity; steps++)
-    {
-      if (f == b)
-        return true;
-      kp_block_t *next = kp_block_next (f);
-      if (!kp_link_ok (c, next))
-        break;
-      f = next;
-    }
-  return false;
-}
-
 void
 kp_free_owned_check (kp_chunk_t *c, kp_block_t *b, uintptr_t off)
 {
@@ -682,11 +792,13 @@ kp_free_owned_check (kp_chunk_t *c, kp_block_t *b, uintptr_t off)
     }
   /* A block that starts in a page the decay gave back is free (only
      kp_chunk_carve hands it out again, and clears the page's bit
-     first); any other block is free only if it has the tag, and then
-     the list says (a live block whose owner wrote the key is not).  */
+     first); any other block is free when it has the tag: on C's free
+     list, on its remote list, or waiting in another thread's batch of
+     remote frees, where no list walk could find it.  (A live block
+     holds the tag only if the program copied it out of a freed one.)  */
   if ((c->npurged != 0
        && kp_chunk_page_purged (c, off >> kp_page_shift ()))
-      || (kp_block_marked_free (b) && kp_chunk_holds_free (c, b)))
+      || kp_block_marked_free (b))
     {
       kp_misuse ("free", "double free of", b);
       return;

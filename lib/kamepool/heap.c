@@ -402,6 +402,7 @@ kp_heap_trim (void)
   kp_heap_t *h = kp_tc.heap;
   if (!kp_heap_live (h))
     return 0;
+  kp_rbatch_flush_all (h);
   size_t calls = 0, pages = 0;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
@@ -445,6 +446,9 @@ kp_thread_exit (void *arg)
   kp_heap_t *h = arg;
   if (h != kp_tc.heap || !kp_heap_live (h))
     return;
+  /* The batch first: publishing it may take chunks over, which the
+     loop below then hands on like the others.  */
+  kp_rbatch_flush_all (h);
   enum kp_release_pages pages
     = atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed)
       ? KP_PAGES_LAZY : KP_PAGES_KEEP;
@@ -525,6 +529,15 @@ kp_malloc_refill (size_t n)
       kp_tc.active[cls] = &kp_empty_chunk;
       kp_chunk_displace (h, c, false);
     }
+  /* The slow path proper, past the active chunk, publishes the thread's
+     batch of remote frees: a thread that frees others' blocks and
+     allocates holds them back no longer than it takes to use up a
+     chunk, and it never adopts a chunk while blocks of it wait in its
+     own batch.  (Not on every call: a refill that only links the next
+     page of the active chunk comes every page of blocks, and flushing
+     there cut the batches short.)  */
+  if (h->rbatch_mask != 0)
+    kp_rbatch_flush_all (h);
   /* The clock every 8th time the active chunk runs dry.  */
   if ((++h->decay_ticks & 7) == 0)
     kp_heap_decay (h);

@@ -113,6 +113,19 @@ kp_libc_usable_size (void *p)
   return f (p);
 }
 
+/* Before a fork, the forking thread publishes its batch of remote
+   frees: the owners in the parent get them now, and the child starts
+   with an empty batch.  (A child that inherited the batch would be
+   consistent too: the slots are the thread's own memory, copied with
+   the rest.)  */
+static void
+kp_atfork_prepare (void)
+{
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_heap_live (h))
+    kp_rbatch_flush_all (h);
+}
+
 /* In the child of a fork, an initialisation that another thread of the
    parent had begun will never finish: start over.  */
 static void
@@ -237,7 +250,7 @@ kp_process_init (void)
     atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
   bool ok = kp_heap_process_init ();
   if (ok)
-    pthread_atfork (NULL, NULL, kp_atfork_child);
+    pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
   errno = saved;
   atomic_store_explicit (&kp_init_state, ok ? 2 : 0, memory_order_release);
   return ok;

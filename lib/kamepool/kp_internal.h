@@ -15,8 +15,9 @@
    serves one size class (up to 204.8 KiB); a dedicated chunk serves
    one block above that.  Each thread owns a heap with one active chunk per class;
    the owner allocates and frees with plain loads and stores, other
-   threads free with one CAS onto the chunk's remote list, whose low
-   bit is the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
+   threads gather their frees in a per-thread batch and push each
+   batch with one CAS onto the chunk's remote list, whose low bit is
+   the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
    their own.  A flat radix map from region number to kind tells pool
    memory, large mappings and foreign (libc) pointers apart.  Free
    lists are safe-linked and freed blocks tagged, so that double,
@@ -34,12 +35,13 @@
                             readers get happens-before from the hand-over
                             of the pointer they free, or from the owned
                             bit's acquire.
-     desc.xthread_free      remote push CAS acq_rel; owner collect
+     desc.xthread_free      remote push (a block or a batch) CAS acq_rel; owner collect
                             exchange acquire; unown CAS release.
      desc.owner             relaxed: a thread only ever compares it with
                             its own heap, which it wrote itself.
      region list, radix     release on publish, acquire on walk.
      counters, hints        relaxed, approximate by design.
+     heap.rbatch            the heap's thread only: plain.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -333,6 +335,30 @@ typedef struct kp_region
 
 #define KP_L1_SLOTS 4
 
+/* The batch of remote frees (chunk.c): a thread's frees into chunks
+   it does not own wait in a slot of its heap, one chunk per slot, and
+   go to the chunk's remote list together, with one CAS.  A slot holds
+   at most KP_RBATCH_BLOCKS blocks and KP_RBATCH_BYTES bytes of blocks
+   (a class whose blocks are larger than half of that is not batched),
+   so a thread holds at most KP_RBATCH_SLOTS * KP_RBATCH_BYTES bytes
+   of blocks it freed and nobody can reuse yet.  */
+#define KP_RBATCH_SLOTS 32
+#define KP_RBATCH_BLOCKS 64
+#define KP_RBATCH_BYTES ((size_t) 16 * 1024)
+
+/* One slot.  Plain fields: only the heap's thread reads or writes
+   them.  The blocks are linked (encoded links, tagged free) from HEAD
+   to TAIL, whose link is NULL until the flush.  */
+typedef struct kp_rbatch
+{
+  kp_chunk_t *chunk;            /* NULL: the slot is empty */
+  kp_block_t *head, *tail;
+  char *data;                   /* the chunk's first block */
+  uint64_t divmagic;            /* of the chunk's block size */
+  uint32_t count, limit;        /* blocks held; the flush comes at limit */
+  uint8_t cls;
+} kp_rbatch_t;
+
 /* A doubly linked list of one heap's chunks, oldest first (heap.c).  */
 typedef struct kp_clist { kp_chunk_t *head, *tail; } kp_clist_t;
 
@@ -384,6 +410,10 @@ struct kp_heap
      decay's madvise calls and the pages they gave back.  */
   _Atomic (size_t) remote_out[KP_NCLASS], remote_in[KP_NCLASS];
   _Atomic (size_t) purge_calls, purge_pages;
+  /* The batch of remote frees (chunk.c): the slots, and a bit per
+     slot that holds blocks.  Owner-only.  */
+  kp_rbatch_t rbatch[KP_RBATCH_SLOTS];
+  unsigned rbatch_mask;
   /* The decay (heap.c): the coarse clock at the last pass, in ms.
      Owner-only.  */
   uint32_t decay_now, decay_last, decay_ticks;
@@ -566,6 +596,9 @@ KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
+/* Publish every batch of remote frees H, the calling thread's live
+   heap, holds (chunk.c).  */
+KP_HIDDEN void kp_rbatch_flush_all (kp_heap_t *h);
 /* The owner's free of B at offset OFF into C when the fast test saw
    something to look at: report misuse, or free B.  */
 KP_HIDDEN void kp_free_owned_check (kp_chunk_t *c, kp_block_t *b,

@@ -8,6 +8,8 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */
 
+#include <semaphore.h>
+
 #include "misuse.h"
 
 #if KM_REPORT
@@ -188,6 +190,46 @@ KM_TEST (double_free_of_a_64_b_block_both_by_another_thread)
 {
   KM_NEEDS_HARDENING;
   KM_EXPECT (sc_double_free_both_remote, "free", "double free of");
+}
+
+static sem_t km_batched, km_looked;
+
+/* Free P into this thread's batch of remote frees, and keep it there
+   until the main thread has freed it again.  */
+static void *
+km_batch_thread (void *p)
+{
+  kame_pool_free (p);
+  sem_post (&km_batched);
+  while (sem_wait (&km_looked) != 0)
+    ;
+  return NULL;
+}
+
+static void
+sc_double_free_in_a_batch (void)
+{
+  void *p = km_block (64, 1);
+  pthread_t t;
+  if (sem_init (&km_batched, 0, 0) != 0 || sem_init (&km_looked, 0, 0) != 0
+      || pthread_create (&t, NULL, km_batch_thread, p) != 0)
+    KM_FAIL ("sem_init or pthread_create failed");
+  while (sem_wait (&km_batched) != 0)
+    ;
+  km_misusing (p);
+  kame_pool_free (p);
+  sem_post (&km_looked);
+  if (pthread_join (t, NULL) != 0)
+    KM_FAIL ("pthread_join failed");
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+/* The first free waits in another thread's batch, on no list the owner
+   can walk: the owner trusts the tag.  */
+KM_TEST (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_in_a_batch, "free", "double free of");
 }
 
 static void *km_kept, *km_freed;
@@ -618,6 +660,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_an_unmapped_8_mib_block),
          KM_CASE (double_free_of_a_64_b_block_the_second_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_the_first_by_another_thread),
+         KM_CASE (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch),
          KM_CASE (double_free_of_a_64_b_block_both_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_after_its_thread_exited),
          KM_CASE (free_16_bytes_into_a_64_b_block),

@@ -141,6 +141,10 @@ sc_remote (void)
     ;
   km_misusing (blk[km_index]);
   kame_pool_free (blk[km_index]);
+  /* The free waits in this thread's batch of remote frees, which no
+     look at the block can tell from a live one: publish it, so that the
+     owner's collect finds it while the page is still given back.  */
+  kame_pool_trim (0);
   sem_post (&km_freed);
   if (pthread_join (t, &ret) != 0)
     KM_FAIL ("pthread_join failed");

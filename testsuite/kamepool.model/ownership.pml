@@ -1,6 +1,7 @@
 /* ownership.pml: Spin model of the owned bit on a chunk's remote-free
-   list: remote push, owner collect, abandon, adopt, and release when
-   empty, for three threads sharing one chunk of three blocks.
+   list: remote push, batched remote frees, owner collect, abandon,
+   adopt, and release when empty, for three threads sharing one chunk
+   of three blocks.
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
@@ -13,7 +14,17 @@
      kp_free_remote       CAS push (acq_rel, failure relaxed) that
                           always sets OWNED; a pusher that found OWNED
                           clear owns the abandoned chunk and runs
-                          kp_abandoned_collect.
+                          kp_abandoned_collect.  This is the path of a
+                          thread with no heap; a thread with one puts
+                          the block in its batch (plain stores, thread-
+                          private; the block still counts in used).
+     kp_rbatch_flush      the batch, bound 2 blocks here, published as
+                          one list with one CAS that always sets OWNED,
+                          as the single push; found clear, the flusher
+                          owns the chunk and runs kp_abandoned_collect.
+                          Any time the batch is not empty (bound
+                          reached, slot needed, refill, trim, fork), and
+                          always before the thread exits.
      kp_chunk_collect     owner exchange (xthread_free, OWNED) acquire,
                           moves the blocks to its free list, used -= n.
      kp_chunk_abandon     owner = NULL relaxed, CAS OWNED -> 0 release;
@@ -40,15 +51,24 @@
      at most one thread owns the chunk, and only while OWNED is set;
      exactly one thread releases the chunk (at most one, checked at each
        release; at least one, checked when every thread has quit);
-     a chunk with live blocks is never released;
+     a chunk with live blocks is never released, nor one whose blocks
+       wait in a batch;
      a released chunk is never owned again through its stale list.
+
+   The batches take the search to a depth of about 513000 steps
+   (2.6 million states, 400 MB, seconds):
+   pan-args: -m600000
 
    Build switches (spin -D): RELEASE_NOT_DEAD is the broken rule of
    ownership-unfixed.pml; the mutants below break one rule each.
    model-mutant: -DABANDON_BLIND_STORE
    model-mutant: -DCOLLECT_LOAD_THEN_STORE
    model-mutant: -DPUSH_WITHOUT_OWNED
-   model-mutant: -DPUSHER_IGNORES_ABANDONED  */
+   model-mutant: -DPUSHER_IGNORES_ABANDONED
+   model-mutant: -DFLUSH_LOAD_THEN_STORE
+   model-mutant: -DBATCH_GIVES_BACK_EARLY
+   FLUSH_IGNORES_ABANDONED is the broken rule of
+   ownership-batch-unfixed.pml.  */
 
 #define NTHR  3
 #define NBLK  3
@@ -70,13 +90,15 @@ byte kind = KIND_SMALL;         /* desc.kind */
 byte gown = 1;                  /* exclusive owner by the owned bit */
 byte holder[NBLK + 1];          /* user thread holding block b, or 0 */
 byte inhand;                    /* blocks taken by a collect in progress */
+byte batch[NTHR + 1];           /* blocks in thread t's batch (private) */
 bool released;
 byte releases;
 bool quit[NTHR + 1];
 byte nquit;
 
 #define WHERE(b) ((holder[b] != 0) + IN (freel, b) + IN (xtf, b) \
-                  + IN (inhand, b))
+                  + IN (inhand, b) + IN (batch[1], b) + IN (batch[2], b) \
+                  + IN (batch[3], b))
 #define CONSERVED (WHERE (1) == 1 && WHERE (2) == 1 && WHERE (3) == 1 \
                    && used + POPC (freel) == NBLK)
 #define EXCLUSIVE ((gown == 0 || (xtf & OWNED)) \
@@ -177,6 +199,38 @@ inline abandoned_collect ()
   od
 }
 
+/* kp_rbatch_flush: publish this thread's batch, the list head .. tail
+   linked in private, with one CAS: tail->link = old head, then
+   xthread_free from old to head | OWNED.  */
+inline flush ()
+{
+#ifdef FLUSH_LOAD_THEN_STORE
+  old = xtf;                    /* the CAS as a load, then a store */
+  atomic {
+#else
+  atomic {                      /* the CAS loop as one read-modify-write */
+    old = xtf;
+#endif
+    assert (!(old & batch[me]) && kind == KIND_SMALL && !released);
+    xtf = old | batch[me] | OWNED;
+    batch[me] = 0;
+    if
+    :: !(old & OWNED) ->
+       assert (gown == 0 && !released); gown = me
+    :: else
+    fi
+  };
+  if
+#ifdef FLUSH_IGNORES_ABANDONED
+  :: !(old & OWNED) -> gown = 0 /* publishes, and leaves the chunk */
+#else
+  :: !(old & OWNED) -> abandoned_collect ()
+#endif
+  :: else
+  fi;
+  old = 0
+}
+
 proctype thread (byte me)
 {
   byte b, o, old, tf;
@@ -206,7 +260,20 @@ end_loop:
         :: used == 0 -> release ()       /* kp_chunk_retire, not active */
         :: true                          /* kept as the active chunk */
         fi
-     :: else ->                 /* kp_free_remote */
+     :: o != me ->              /* kp_free_remote, batched */
+        o = 0;
+        atomic {
+          assert (kind == KIND_SMALL && !IN (batch[me], b));
+          batch[me] = batch[me] | BIT (b); holder[b] = 0; b = 0;
+#ifdef BATCH_GIVES_BACK_EARLY
+          used--                /* counts the block back before the flush */
+#endif
+        };
+        if
+        :: POPC (batch[me]) == 2 -> flush ()  /* the bound */
+        :: else
+        fi
+     :: o != me ->              /* kp_free_remote, no heap */
         o = 0;
         assert (kind == KIND_SMALL);
         atomic {                /* the CAS loop as one read-modify-write */
@@ -234,6 +301,7 @@ end_loop:
         fi;
         old = 0
      fi
+  :: batch[me] != 0 -> flush ()   /* slot needed, refill, trim, fork, exit */
   :: gown == me && owner == me && freel == 0 ->   /* kp_malloc_refill */
      collect ();
      if
@@ -255,7 +323,7 @@ end_loop:
      owner = me;
      collect ()
   :: atomic {
-       gown != me && !HOLDS (me) ->
+       gown != me && !HOLDS (me) && batch[me] == 0 ->
        quit[me] = true; nquit++;
        if
        :: nquit == NTHR -> assert (released && releases == 1)

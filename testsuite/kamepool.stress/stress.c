@@ -370,6 +370,15 @@ spawn (struct worker *w, uint64_t *rs, const struct profile *profile)
 }
 
 /* Run WORKERS rolling workers for SECONDS; return NULL or what failed.  */
+static void *
+release_slots (void *arg)
+{
+  (void) arg;
+  for (int s = 0; s < SLOTS; s++)
+    release (&slot[s].b);
+  return NULL;
+}
+
 static const char *
 run_stress (double seconds, const struct profile *profile)
 {
@@ -406,8 +415,13 @@ run_stress (double seconds, const struct profile *profile)
   atomic_store (&stop, 1);
   for (int i = 0; i < WORKERS; i++)
     pthread_join (w[i].thread, NULL);
-  for (int s = 0; s < SLOTS; s++)
-    release (&slot[s].b);
+  /* The last blocks are freed by a thread of their own: its exit
+     publishes its batch of remote frees, which this thread's would
+     hold, and their chunks with them, until its next refill.  */
+  pthread_t last;
+  if (pthread_create (&last, NULL, release_slots, NULL) != 0)
+    return "pthread_create failed";
+  pthread_join (last, NULL);
   /* Before the printf, whose stdout buffer may be this process's first
      and claim a chunk.  */
   kame_pool_stats_t after = kt_pool_stats ();

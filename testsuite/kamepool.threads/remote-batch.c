@@ -1,0 +1,287 @@
+/* remote-batch.c -- kamepool.threads tests of the batch of remote
+   frees: a thread's frees into chunks it does not own wait in its
+   batch, counted as free (remote_pending), until it publishes them: at
+   its exit, before a fork, in kame_pool_trim.  Exact counts through
+   kame_pool_get_stats, with no other thread running when they are
+   read.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+#include "kptest-pool.h"
+
+/* A class no other allocation of these tests uses, whose batch bound
+   (16 KiB of blocks, at most 64) is 44 blocks: N blocks fit in one
+   batch, and in one chunk.  */
+#define SIZE ((size_t) 368)
+#define N 40
+
+static void *blk[N];
+static pthread_barrier_t bar, bar2;
+/* The barriers of free_all_and_wait: the blocks are freed; the main
+   thread has looked.  */
+static pthread_barrier_t *freed_bar, *looked_bar;
+
+static bool
+all_painted (void)
+{
+  for (size_t i = 0; i < N; i++)
+    if (!kt_painted (blk[i], SIZE, i))
+      return false;
+  return true;
+}
+
+static bool
+alloc_all (void)
+{
+  for (size_t i = 0; i < N; i++)
+    {
+      blk[i] = kame_pool_malloc (SIZE);
+      if (blk[i] == NULL)
+        return false;
+      kt_paint (blk[i], SIZE, i);
+    }
+  return true;
+}
+
+/* Free the N blocks, wait for the main thread to look, and exit with
+   them still in the batch.  */
+static void *
+free_all_and_wait (void *arg)
+{
+  (void) arg;
+  if (!all_painted ())
+    return "block corrupted";
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (blk[i]);
+  pthread_barrier_wait (freed_bar);
+  pthread_barrier_wait (looked_bar);
+  return NULL;
+}
+
+/* The main thread owns the blocks; another thread frees them all and
+   exits: its exit publishes them, and the owner's collect (here the
+   trim's) takes them back.  */
+KT_TEST (frees_in_the_batch_of_an_exiting_thread_reach_their_owner)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK (alloc_all ());
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
+  freed_bar = looked_bar = &bar;
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, free_all_and_wait, NULL) == 0);
+  pthread_barrier_wait (&bar);
+  /* In the other thread's batch: free, pending, not yet the owner's.  */
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s2.classes[k].free_blocks - s1.classes[k].free_blocks, N);
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
+  KT_CHECK_EQ (s2.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_wait (&bar);
+  void *ret;
+  KT_CHECK (pthread_join (t, &ret) == 0);
+  KT_CHECK (ret == NULL);
+
+  /* Published at the exit, on the owner's remote list.  */
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, N);
+  /* Collected: nothing pending, every block free in the owner's chunk,
+     which the trim released (its only blocks were these).  */
+  kame_pool_trim (0);
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s4.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_destroy (&bar);
+}
+
+/* Allocate the N blocks, wait until another thread has freed them into
+   its batch, and exit: the chunk is abandoned with N blocks in use.  */
+static void *
+alloc_and_exit (void *arg)
+{
+  (void) arg;
+  if (!alloc_all ())
+    return "malloc failed";
+  pthread_barrier_wait (&bar2);         /* allocated */
+  pthread_barrier_wait (&bar);          /* freed */
+  return NULL;
+}
+
+/* A thread frees the blocks of another into its batch, and their owner
+   exits before the batch is published: the publish finds the chunk
+   abandoned, takes it over, and releases it.  */
+KT_TEST (a_batch_for_an_owner_that_has_exited_is_reclaimed)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 3) == 0
+            && pthread_barrier_init (&bar2, NULL, 2) == 0);
+  freed_bar = &bar;
+  looked_bar = &bar2;
+  pthread_t owner, freer;
+  KT_CHECK (pthread_create (&owner, NULL, alloc_and_exit, NULL) == 0);
+  pthread_barrier_wait (&bar2);         /* allocated */
+  KT_CHECK (pthread_create (&freer, NULL, free_all_and_wait, NULL) == 0);
+  pthread_barrier_wait (&bar);          /* in the freer's batch */
+  void *ret;
+  KT_CHECK (pthread_join (owner, &ret) == 0);
+  KT_CHECK (ret == NULL);
+
+  /* The owner is gone, its chunk abandoned with N blocks in use, all
+     of them free and pending in the freer's batch.  */
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks - s0.classes[k].chunks, 1);
+  KT_CHECK_EQ (s1.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s1.remote_pending - s0.remote_pending, N);
+  KT_CHECK_EQ (s1.abandoned_chunks - s0.abandoned_chunks, 1);
+
+  pthread_barrier_wait (&bar2);         /* looked */
+  KT_CHECK (pthread_join (freer, &ret) == 0);
+  KT_CHECK (ret == NULL);
+  /* Its exit published the batch onto the abandoned chunk: taken over,
+     collected and released.  */
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.classes[k].chunks, s0.classes[k].chunks);
+  KT_CHECK_EQ (s2.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s2.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s2.abandoned_chunks, s0.abandoned_chunks);
+  KT_CHECK_EQ (s2.chunks_live, s0.chunks_live);
+  KT_CHECK_EQ (s2.units_live, s0.units_live);
+  pthread_barrier_destroy (&bar);
+  pthread_barrier_destroy (&bar2);
+}
+
+/* Allocate the N blocks and keep them until barrier 1; then trim (the
+   collect of what the main thread freed) and wait for barrier 2.  */
+static void *
+alloc_and_wait (void *arg)
+{
+  (void) arg;
+  if (!alloc_all ())
+    return "malloc failed";
+  pthread_barrier_wait (&bar);          /* 0: allocated */
+  pthread_barrier_wait (&bar);          /* 1: forked */
+  kame_pool_trim (0);
+  pthread_barrier_wait (&bar);          /* 2: collected */
+  return NULL;
+}
+
+/* The child's checks; its exit status: 0, or the number of the first
+   that failed.  */
+static int
+child_checks (const kame_pool_stats_t *before, size_t k)
+{
+  kame_pool_stats_t s = kt_pool_stats ();
+  /* The half the parent freed is pending on the chunk of a thread the
+     child does not have; the other half is live.  */
+  if (s.remote_pending - before->remote_pending != N / 2)
+    return 1;
+  if (before->classes[k].live_blocks - s.classes[k].live_blocks != N / 2)
+    return 2;
+  for (size_t i = N / 2; i < N; i++)
+    if (!kt_painted (blk[i], SIZE, i))
+      return 3;
+  /* The child allocates and frees in its own chunks...  */
+  enum { M = 3000 };
+  static void *mine[M];
+  for (size_t i = 0; i < M; i++)
+    {
+      mine[i] = kame_pool_malloc (i % 2 ? SIZE : 64);
+      if (mine[i] == NULL)
+        return 4;
+      kt_paint (mine[i], i % 2 ? SIZE : 64, i);
+    }
+  for (size_t i = 0; i < M; i++)
+    if (!kt_painted (mine[i], i % 2 ? SIZE : 64, i))
+      return 5;
+  kame_pool_stats_t m = kt_pool_stats ();
+  if (m.classes[k].live_blocks - s.classes[k].live_blocks != M / 2)
+    return 6;
+  for (size_t i = 0; i < M; i++)
+    kame_pool_free (mine[i]);
+  /* ... and frees the rest of the parent thread's blocks, which wait
+     in its batch, then on that chunk's list: all free.  */
+  for (size_t i = N / 2; i < N; i++)
+    kame_pool_free (blk[i]);
+  kame_pool_trim (0);
+  kame_pool_stats_t e = kt_pool_stats ();
+  if (before->classes[k].live_blocks - e.classes[k].live_blocks != N)
+    return 7;
+  if (e.remote_pending - before->remote_pending != N)
+    return 8;
+  return 0;
+}
+
+/* The main thread frees half of another thread's blocks into its
+   batch and forks: the child starts consistent (the batch was
+   published before the fork), allocates and frees, and its statistics
+   add up; the parent's owner collects the half as usual.  */
+KT_TEST (fork_with_a_non_empty_batch_leaves_the_child_consistent)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
+  pthread_t owner;
+  KT_CHECK (pthread_create (&owner, NULL, alloc_and_wait, NULL) == 0);
+  pthread_barrier_wait (&bar);          /* 0 */
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  for (size_t i = 0; i < N / 2; i++)
+    kame_pool_free (blk[i]);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N / 2);
+
+  pid_t pid = fork ();
+  KT_CHECK (pid >= 0);
+  if (pid == 0)
+    _exit (child_checks (&s1, k));
+  int status;
+  KT_CHECK (waitpid (pid, &status, 0) == pid);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    KT_FAILF ("child: status %d, exit %d", status,
+              WIFEXITED (status) ? WEXITSTATUS (status) : -1);
+
+  /* The parent: the half is pending until the owner collects it.  */
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, N / 2);
+  pthread_barrier_wait (&bar);          /* 1 */
+  pthread_barrier_wait (&bar);          /* 2 */
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.remote_pending, s1.remote_pending);
+  KT_CHECK_EQ (s4.classes[k].live_blocks - s0.classes[k].live_blocks, N / 2);
+  void *ret;
+  KT_CHECK (pthread_join (owner, &ret) == 0);
+  KT_CHECK (ret == NULL);
+  for (size_t i = N / 2; i < N; i++)
+    {
+      KT_CHECK (kt_painted (blk[i], SIZE, i));
+      kame_pool_free (blk[i]);
+    }
+  kame_pool_trim (0);
+  kame_pool_stats_t s5 = kt_pool_stats ();
+  KT_CHECK_EQ (s5.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s5.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s5.classes[k].chunks, s0.classes[k].chunks);
+  pthread_barrier_destroy (&bar);
+}
+
+KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
+         KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
+         KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent))

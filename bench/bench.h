@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,19 @@ kb_now (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* Wait for another thread: on two cores the partner may be waiting for
+   the CPU we spin on, so yield after a short spin instead of burning
+   the time slice.  */
+static inline void
+kb_backoff (unsigned *spins)
+{
+  if (++*spins >= 64)
+    {
+      sched_yield ();
+      *spins = 0;
+    }
 }
 
 /* GCC removes a malloc whose block is freed unused; telling it that the

@@ -8,7 +8,6 @@
    version 2.1 or later; see COPYING.  */
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +36,6 @@ struct args
   unsigned long long count;
 };
 
-/* On two cores the other thread may be waiting for the CPU we spin on;
-   yield after a short spin instead of burning the time slice.  */
-static inline void
-backoff (unsigned *spins)
-{
-  if (++*spins >= 64)
-    {
-      sched_yield ();
-      *spins = 0;
-    }
-}
-
 static void *
 producer (void *arg)
 {
@@ -75,7 +62,7 @@ producer (void *arg)
             {
               tail = atomic_load_explicit (&r->tail, memory_order_acquire);
               if (head - tail > r->mask)
-                backoff (&spins);
+                kb_backoff (&spins);
             }
           r->slot[head & r->mask] = blk;
           atomic_store_explicit (&r->head, ++head, memory_order_release);
@@ -109,7 +96,7 @@ consumer (void *arg)
             {
               if (done)
                 break;
-              backoff (&spins);
+              kb_backoff (&spins);
               continue;
             }
         }

@@ -11,7 +11,6 @@
    version 2.1 or later; see COPYING.  */
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,18 +48,6 @@ struct worker
   uint64_t rng;
   unsigned long long mallocs, frees;
 };
-
-/* On two cores the partner may be waiting for the CPU we spin on;
-   yield after a short spin instead of burning the time slice.  */
-static inline void
-backoff (unsigned *spins)
-{
-  if (++*spins >= 64)
-    {
-      sched_yield ();
-      *spins = 0;
-    }
-}
 
 static void *
 work (void *arg)
@@ -142,7 +129,7 @@ work (void *arg)
       if (progress)
         spins = 0;
       else
-        backoff (&spins);
+        kb_backoff (&spins);
     }
   w->mallocs = mallocs;
   w->frees = frees;

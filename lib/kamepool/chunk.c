@@ -570,13 +570,14 @@ _Static_assert ((KP_RBATCH_SLOTS & (KP_RBATCH_SLOTS - 1)) == 0
                 && KP_RBATCH_SLOTS <= 32,
                 "a power of two, with a bit of rbatch_mask per slot");
 
-/* The slot of H's batch that chunk C uses: the descriptors of a region
-   are 3 lines apart, so neighbouring chunks get different slots.  */
+/* The slot of H's batch that chunk C uses: a descriptor's address
+   over its 256 bytes is its unit's index, so neighbouring chunks get
+   different slots; the region's number spreads the regions.  */
 static inline kp_rbatch_t *
 kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
 {
   uintptr_t a = (uintptr_t) c;
-  return &h->rbatch[((a >> 6) ^ (a >> KP_REGION_SHIFT))
+  return &h->rbatch[((a / sizeof *c) ^ (a >> KP_REGION_SHIFT))
                     & (KP_RBATCH_SLOTS - 1)];
 }
 

@@ -256,7 +256,9 @@ typedef struct kp_chunk
   /* Line 0: owner-private fields, plain loads and stores, used only by
      the thread that holds the OWNED bit.  The owner's free reads the
      first five.  */
-  kp_block_t *free;             /* owner LIFO free list (encoded links) */
+  /* 256 bytes a descriptor (the struct's alignment): the free path
+     finds a descriptor with a shift, where 192 needed a multiply.  */
+  _Alignas (256) kp_block_t *free; /* owner LIFO free list (encoded links) */
   uint32_t used;                /* blocks handed out, not yet back on free */
   uint16_t npurged;             /* bits set in purged (the decay) */
   bool active;                  /* the owner's active chunk of its class */
@@ -297,6 +299,7 @@ typedef struct kp_chunk
   _Atomic (uint8_t) units;      /* chunk length in units */
   uint8_t numa_node;
 } kp_chunk_t;
+_Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
 
 typedef struct kp_region
 {
@@ -330,7 +333,7 @@ typedef struct kp_region
   _Atomic (uint8_t) has_free;
   uint8_t numa_node;
   uint32_t index;               /* creation order, for diagnostics */
-  _Alignas (128) kp_chunk_t desc[KP_UNITS];
+  kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
 } kp_region_t;
 
 #define KP_L1_SLOTS 4
@@ -827,8 +830,11 @@ kp_free_pool (void *p)
      descriptor alone has the kind DEDICATED (a continuation unit's is
      NONE), and it has no owner.  */
   kp_region_t *r = kp_region_of (p);
-  unsigned u = (unsigned) (((uintptr_t) p & KP_REGION_MASK) >> KP_UNIT_SHIFT);
-  kp_chunk_t *c = &r->desc[u];
+  /* &r->desc[unit of P], with the unit's index already scaled by the
+     descriptor's 256 bytes.  */
+  kp_chunk_t *c = (kp_chunk_t *)
+    ((char *) r->desc + (((uintptr_t) p >> (KP_UNIT_SHIFT - 8))
+                         & ((uintptr_t) (KP_UNITS - 1) << 8)));
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
     {

@@ -18,7 +18,6 @@
 #define _GNU_SOURCE 1
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -26,56 +25,8 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
-
-extern char **environ;
-
-static char workdir[] = "/tmp/kptest-interpose-XXXXXX";
-static char library[4096];
-
-/* Make the scratch directory and find the library; false if either
-   fails.  */
-static bool
-setup (void)
-{
-  Dl_info info;
-  if (dladdr ((void *) kame_pool_malloc, &info) == 0
-      || info.dli_fname == NULL || info.dli_fname[0] != '/'
-      || strlen (info.dli_fname) >= sizeof library)
-    return false;
-  strcpy (library, info.dli_fname);
-  return mkdtemp (workdir) != NULL;
-}
-
-static void
-remove_workdir (void)
-{
-  char cmd[256];
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", workdir);
-  if (system (cmd) != 0)
-    printf ("could not remove %s\n", workdir);
-}
-
-/* The full path of PROG found in PATH, or NULL.  */
-static const char *
-find_program (const char *prog)
-{
-  static char path[4096];
-  const char *dirs = getenv ("PATH");
-  if (dirs == NULL)
-    dirs = "/usr/bin:/bin";
-  /* The distribution's binaries first: a wrapper script such as a
-     pyenv shim would hide which program runs.  */
-  char all[8192];
-  snprintf (all, sizeof all, "/usr/bin:/bin:%s", dirs);
-  for (char *save = NULL, *d = strtok_r (all, ":", &save); d != NULL;
-       d = strtok_r (NULL, ":", &save))
-    {
-      snprintf (path, sizeof path, "%s/%s", d, prog);
-      if (access (path, X_OK) == 0)
-        return path;
-    }
-  return NULL;
-}
+#define KT_WORKDIR_TEMPLATE "/tmp/kptest-interpose-XXXXXX"
+#include "kptest-programs.h"
 
 /* Read the whole file PATH into a fresh buffer (its length in *LEN).  */
 static char *
@@ -125,18 +76,12 @@ run (char *const argv[], bool preload, const char *in, struct run *r)
   snprintf (out, sizeof out, "%s/out.%d", workdir, serial);
   snprintf (err, sizeof err, "%s/err.%d", workdir, serial++);
 
-  size_t n = 0;
-  while (environ[n] != NULL)
-    n++;
-  char **env = calloc (n + 5, sizeof *env);
+  static const char *const drop[] = { "LD_PRELOAD=", "LD_DEBUG",
+                                      "KAME_POOL_", NULL };
+  size_t k;
+  char **env = env_without (drop, 4, &k);
   if (env == NULL)
     return false;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (strncmp (environ[i], "LD_PRELOAD=", 11) != 0
-        && strncmp (environ[i], "LD_DEBUG", 8) != 0
-        && strncmp (environ[i], "KAME_POOL_", 10) != 0)
-      env[k++] = environ[i];
   char preload_var[4200], debug_output[600];
   snprintf (preload_var, sizeof preload_var, "LD_PRELOAD=%s", library);
   snprintf (debug_output, sizeof debug_output, "LD_DEBUG_OUTPUT=%s/ld",

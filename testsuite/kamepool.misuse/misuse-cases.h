@@ -12,15 +12,6 @@
 
 #include "misuse.h"
 
-#if KM_REPORT
-# define KM_NAME(n) n##_is_reported_and_ignored
-#else
-# define KM_NAME(n) n##_aborts
-#endif
-#define KM_TEST(n) KT_TEST (KM_NAME (n))
-#define KM_CASE_(n) KT_CASE (n)
-#define KM_CASE(n) KM_CASE_ (KM_NAME (n))
-
 /* Enough 64-byte blocks to use up the chunk the misuse was in (4096
    blocks a chunk) and carve another two.  */
 #define N64 (3 * 4096)

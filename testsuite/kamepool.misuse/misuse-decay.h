@@ -14,15 +14,6 @@
 
 #include "misuse.h"
 
-#if KM_REPORT
-# define KM_NAME(n) n##_is_reported_and_ignored
-#else
-# define KM_NAME(n) n##_aborts
-#endif
-#define KM_TEST(n) KT_TEST (KM_NAME (n))
-#define KM_CASE_(n) KT_CASE (n)
-#define KM_CASE(n) KM_CASE_ (KM_NAME (n))
-
 #define NBLK 8192               /* 32 one-unit chunks of 1 KiB blocks */
 #define SIZE ((size_t) 1024)
 #define PAGE ((uintptr_t) 4096)

@@ -15,59 +15,14 @@
 
 #define _GNU_SOURCE 1
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
-
-extern char **environ;
-
-static char workdir[] = "/tmp/kptest-misuse-XXXXXX";
-static char library[4096];
-
-/* Find the library (this program is linked against the built one) and
-   make the scratch directory.  */
-static bool
-setup (void)
-{
-  Dl_info info;
-  if (dladdr ((void *) kame_pool_malloc, &info) == 0
-      || info.dli_fname == NULL || info.dli_fname[0] != '/'
-      || strlen (info.dli_fname) >= sizeof library)
-    return false;
-  strcpy (library, info.dli_fname);
-  return mkdtemp (workdir) != NULL;
-}
-
-static void
-remove_workdir (void)
-{
-  char cmd[256];
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", workdir);
-  if (system (cmd) != 0)
-    printf ("could not remove %s\n", workdir);
-}
-
-/* PROG in /usr/bin, /bin or PATH, or NULL.  */
-static const char *
-find_program (const char *prog)
-{
-  static char path[4096];
-  const char *dirs = getenv ("PATH");
-  char all[8192];
-  snprintf (all, sizeof all, "/usr/bin:/bin:%s", dirs != NULL ? dirs : "");
-  for (char *save = NULL, *d = strtok_r (all, ":", &save); d != NULL;
-       d = strtok_r (NULL, ":", &save))
-    {
-      snprintf (path, sizeof path, "%s/%s", d, prog);
-      if (access (path, X_OK) == 0)
-        return path;
-    }
-  return NULL;
-}
+#define KT_WORKDIR_TEMPLATE "/tmp/kptest-misuse-XXXXXX"
+#include "kptest-programs.h"
 
 /* Run ARGV with the library in LD_PRELOAD, this environment without
    LD_PRELOAD and KAME_POOL_*, plus EXTRA (a KAME_POOL_ setting, or
@@ -77,17 +32,11 @@ static int
 run_preloaded (char *const argv[], const char *extra, const char *in,
                char *err, size_t size)
 {
-  size_t n = 0;
-  while (environ[n] != NULL)
-    n++;
-  char **env = calloc (n + 3, sizeof *env);
+  static const char *const drop[] = { "LD_PRELOAD=", "KAME_POOL_", NULL };
+  size_t k;
+  char **env = env_without (drop, 2, &k);
   if (env == NULL)
     return -1;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (strncmp (environ[i], "LD_PRELOAD=", 11) != 0
-        && strncmp (environ[i], "KAME_POOL_", 10) != 0)
-      env[k++] = environ[i];
   char preload[4200];
   snprintf (preload, sizeof preload, "LD_PRELOAD=%s", library);
   env[k++] = preload;

@@ -39,6 +39,17 @@
 #ifndef KM_REPORT
 # error "define KM_REPORT (0: abort, 1: KAME_POOL_ON_MISUSE=report) first"
 #endif
+
+/* A test's name says what the mode expects: NAME_aborts, or
+   NAME_is_reported_and_ignored.  */
+#if KM_REPORT
+# define KM_NAME(n) n##_is_reported_and_ignored
+#else
+# define KM_NAME(n) n##_aborts
+#endif
+#define KM_TEST(n) KT_TEST (KM_NAME (n))
+#define KM_CASE_(n) KT_CASE (n)
+#define KM_CASE(n) KM_CASE_ (KM_NAME (n))
 #ifndef KP_HARDEN
 # define KP_HARDEN 1            /* a config.h older than --disable-hardening */
 #endif

@@ -216,13 +216,6 @@ write_file (const char *path, const char *text)
   return fclose (f) == 0 && ok;
 }
 
-#define NEED_PROGRAM(var, name)                                         \
-  const char *var##_found = find_program (name);                        \
-  if (var##_found == NULL)                                              \
-    KT_UNSUPPORTED ("%s is not installed", name);                       \
-  char var[4096];                                                       \
-  snprintf (var, sizeof var, "%s", var##_found)
-
 KT_TEST (python3_output_is_identical_under_the_pool)
 {
   NEED_PROGRAM (python, "python3");
@@ -272,19 +265,7 @@ KT_TEST (sort_output_is_identical_under_the_pool)
   KT_CHECK (setup ());
   char input[512];
   snprintf (input, sizeof input, "%s/lines", workdir);
-  FILE *f = fopen (input, "w");
-  KT_CHECK (f != NULL);
-  uint64_t x = 88172645463325252u;
-  for (int i = 0; i < 200000; i++)
-    {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      fprintf (f, "%016jx %d %.*s\n", (uintmax_t) x, i,
-               (int) (x % 60), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-               "OPQRSTUVWXYZ0123456789");
-    }
-  KT_CHECK_EQ (fclose (f), 0);
+  KT_CHECK (write_sort_input (input, 200000));
   char key[] = "-k2,2n";
   char buffer[] = "-S1M";
   char *argv[] = { sort, buffer, key, NULL };

@@ -99,32 +99,13 @@ clean_run (char *const argv[], const char *in)
   return true;
 }
 
-#define NEED_PROGRAM(var, name)                                         \
-  const char *var##_found = find_program (name);                        \
-  if (var##_found == NULL)                                              \
-    KT_UNSUPPORTED ("%s is not installed", name);                       \
-  char var[4096];                                                       \
-  snprintf (var, sizeof var, "%s", var##_found)
-
 KT_TEST (sort_under_the_pool_reports_no_misuse)
 {
   NEED_PROGRAM (sort, "sort");
   KT_CHECK (setup ());
   char input[512];
   snprintf (input, sizeof input, "%s/lines", workdir);
-  FILE *f = fopen (input, "w");
-  KT_CHECK (f != NULL);
-  uint64_t x = 88172645463325252u;
-  for (int i = 0; i < 300000; i++)
-    {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      fprintf (f, "%016jx %d %.*s\n", (uintmax_t) x, i, (int) (x % 60),
-               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-               "0123456789");
-    }
-  KT_CHECK_EQ (fclose (f), 0);
+  KT_CHECK (write_sort_input (input, 300000));
   /* Small buffers, temporary files and two threads: many blocks of
      every size, merged and freed across threads.  */
   char buffer[] = "-S2M", parallel[] = "--parallel=2", key[] = "-k2,2n";

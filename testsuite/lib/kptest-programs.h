@@ -81,4 +81,34 @@ env_without (const char *const drop[], size_t room, size_t *k)
   return env;
 }
 
+/* Skip the test (UNSUPPORTED) unless NAME is installed; VAR is then a
+   char array holding its path.  */
+#define NEED_PROGRAM(var, name)                                         \
+  const char *var##_found = find_program (name);                        \
+  if (var##_found == NULL)                                              \
+    KT_UNSUPPORTED ("%s is not installed", name);                       \
+  char var[4096];                                                       \
+  snprintf (var, sizeof var, "%s", var##_found)
+
+/* Write LINES lines of pseudo-random keys, numbers and text of 0 to 59
+   bytes into PATH, for sort; false if it cannot.  */
+static bool
+write_sort_input (const char *path, int lines)
+{
+  FILE *f = fopen (path, "w");
+  if (f == NULL)
+    return false;
+  uint64_t x = 88172645463325252u;
+  for (int i = 0; i < lines; i++)
+    {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      fprintf (f, "%016jx %d %.*s\n", (uintmax_t) x, i, (int) (x % 60),
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "0123456789");
+    }
+  return fclose (f) == 0;
+}
+
 #endif /* KPTEST_PROGRAMS_H */

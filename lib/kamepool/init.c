@@ -6,11 +6,12 @@
    version 2.1 or later; see COPYING.
 
    Initialisation is lazy: the first allocation of the process runs it,
-   through the refill slow path.  It never spins: a thread that finds
-   another thread (or itself, re-entered through a library call that
-   allocates) in the middle of it is served by the C library, and those
-   blocks are later recognised as foreign and given back to it.  So
-   there is no lock that fork or a signal could leave held.  */
+   through the refill slow path.  A thread that finds another thread in
+   the middle of it waits, yielding, for at most KP_INIT_WAIT_MS; the
+   initialising thread itself, re-entered through a library call that
+   allocates, is served by the C library at once, and those blocks are
+   later recognised as foreign and given back to it.  No lock is taken,
+   so fork or a signal cannot leave one held.  */
 
 #include <config.h>
 
@@ -18,6 +19,7 @@
 #include <malloc.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -221,19 +223,53 @@ kp_decay_init (void)
   atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
 }
 
-/* Initialise the process once.  False when initialisation is under
-   way elsewhere (or re-entered): the caller then uses the C library.  */
+/* How long a thread waits for another thread's initialisation before
+   it makes do with the C library.  The initialisation is a few system
+   calls; the bound only matters if the initialising thread is stuck
+   behind a lock that the waiting thread holds (a fork whose prepare
+   handler allocates while another thread's pthread_atfork waits for
+   the fork).  */
+#define KP_INIT_WAIT_MS 2000
+
+/* This thread is running kp_process_init.  */
+static __thread bool kp_initialising KP_TLS_ATTR;
+
+/* Initialise the process once.  A thread that arrives while another
+   initialises waits for it (at most KP_INIT_WAIT_MS).  False when the
+   initialisation failed, when it is re-entered by the thread running
+   it, or when the wait ran out: the caller then uses the C library.  */
 bool
 kp_process_init (void)
 {
   int state = atomic_load_explicit (&kp_init_state, memory_order_acquire);
   if (state == 2)
     return true;
-  if (state != 0
-      || !atomic_compare_exchange_strong_explicit (&kp_init_state, &state, 1,
-                                                   memory_order_acquire,
-                                                   memory_order_acquire))
-    return state == 2;
+  if (kp_initialising)
+    return false;
+  uint32_t start = 0;
+  bool waited = false;
+  while (state != 0
+         || !atomic_compare_exchange_strong_explicit (&kp_init_state, &state,
+                                                      1,
+                                                      memory_order_acquire,
+                                                      memory_order_acquire))
+    {
+      if (state == 2)
+        return true;
+      if (state == 0)
+        continue;               /* the other thread's init failed: retry */
+      uint32_t now = kp_clock_ms ();
+      if (!waited)
+        {
+          start = now;
+          waited = true;
+        }
+      else if (now - start > KP_INIT_WAIT_MS)
+        return false;
+      sched_yield ();
+      state = atomic_load_explicit (&kp_init_state, memory_order_acquire);
+    }
+  kp_initialising = true;
   int saved = errno;
 #if KP_DEBUG >= 1
   kp_sizeclass_check ();
@@ -252,6 +288,7 @@ kp_process_init (void)
   if (ok)
     pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
   errno = saved;
+  kp_initialising = false;
   atomic_store_explicit (&kp_init_state, ok ? 2 : 0, memory_order_release);
   return ok;
 }

@@ -528,9 +528,83 @@ KT_TEST (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay)
   kame_pool_free (first);
 }
 
+/* ---- Threads that race for the first allocation ---------------------- */
+
+enum { RACERS = 8, RACES = 40 };
+
+static pthread_barrier_t race_start;
+
+/* Each racer asks for a small block, a dedicated one and an aligned
+   one at once, right after the barrier; a block of the C library (the
+   pool not ready yet) has usable size 0.  */
+static void *
+racer (void *arg)
+{
+  static const size_t sizes[] = { 48, 100 * KIB, 3000 };
+  void *bad = NULL;
+  pthread_barrier_wait (&race_start);
+  for (int k = 0; k < 3; k++)
+    {
+      void *p = k == 2 ? kame_pool_aligned_alloc (256, sizes[k])
+                       : kame_pool_malloc (sizes[k]);
+      if (p == NULL || kame_pool_malloc_usable_size (p) < sizes[k])
+        bad = arg;
+      kame_pool_free (p);
+    }
+  return bad;
+}
+
+/* One race, in a child process of its own, whose pool is not
+   initialised yet (unless the C library's start-up allocated through
+   it, when the pool interposes malloc): 0 when every racer got pool
+   blocks.  */
+static int
+race_once (void)
+{
+  static const char name[RACERS];
+  pthread_t t[RACERS];
+  if (pthread_barrier_init (&race_start, NULL, RACERS) != 0)
+    return 2;
+  for (int i = 0; i < RACERS; i++)
+    if (pthread_create (&t[i], NULL, racer, (void *) &name[i]) != 0)
+      return 2;
+  int status = 0;
+  for (int i = 0; i < RACERS; i++)
+    {
+      void *ret;
+      if (pthread_join (t[i], &ret) != 0)
+        return 2;
+      if (ret != NULL)
+        status = 1;
+    }
+  return status;
+}
+
+KT_TEST (threads_racing_for_the_first_allocation_all_get_pool_blocks)
+{
+  for (int race = 0; race < RACES; race++)
+    {
+      fflush (stdout);
+      pid_t pid = fork ();
+      if (pid < 0)
+        KT_FAILF ("race %d: fork failed", race);
+      if (pid == 0)
+        _exit (race_once ());
+      int status;
+      while (waitpid (pid, &status, 0) < 0)
+        ;
+      if (!WIFEXITED (status) || WEXITSTATUS (status) == 2)
+        KT_FAILF ("race %d: the child could not run its threads", race);
+      if (WEXITSTATUS (status) != 0)
+        KT_FAILF ("race %d: a thread got a block of the C library while "
+                  "another initialised the pool", race);
+    }
+}
+
 KT_MAIN (KT_CASE (chunks_and_units_plateau_over_200_spawn_join_cycles),
          KT_CASE (free_in_a_key_destructor_after_the_heap_is_gone),
          KT_CASE (blocks_of_an_exited_thread_are_freed_by_another),
          KT_CASE (producer_consumer_pair_hands_over_400000_blocks),
          KT_CASE (remote_frees_into_full_chunks_are_collected_before_a_claim),
-         KT_CASE (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay))
+         KT_CASE (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay),
+         KT_CASE (threads_racing_for_the_first_allocation_all_get_pool_blocks))

@@ -18,7 +18,8 @@ int
 main (int argc, char **argv)
 {
   size_t live = 256, every = 16, small_max = 1024, large_min = 65536;
-  size_t large_max = (size_t) 8 << 20, seed = 1, i;
+  size_t large_max = (size_t) 8 << 20, seed = 1, i, max_ops = 0;
+  size_t *len, live_bytes = 0, peak_live = 0;
   double seconds = 0.5, t0, t1, elapsed;
   int quick = 0;
   unsigned long long ops = 0, large = 0;
@@ -32,6 +33,9 @@ main (int argc, char **argv)
     { "large-max", KB_SIZE, &large_max, "largest large buffer (8m)" },
     { "seed", KB_SIZE, &seed, "random seed (default 1)" },
     { "seconds", KB_DOUBLE, &seconds, "time to run (default 0.5)" },
+    { "ops", KB_SIZE, &max_ops,
+      "stop after OPS steps instead (a multiple of 64), so that every"
+      " allocator does the same work" },
     { "quick", KB_FLAG, &quick, "smoke run: 0.05 seconds" },
     { NULL, KB_FLAG, NULL, NULL }
   };
@@ -48,7 +52,9 @@ main (int argc, char **argv)
               && large_max <= ((size_t) 1 << 30),
               "need 1 <= --large-min <= --large-max <= 1 GiB");
 
+  kb_require (argv[0], max_ops % 64 == 0, "--ops must be a multiple of 64");
   slot = kb_xcalloc (argv[0], live, sizeof *slot);
+  len = kb_xcalloc (argv[0], live, sizeof *len);
   rng = seed;
   t0 = kb_now ();
   do
@@ -61,7 +67,12 @@ main (int argc, char **argv)
           n = is_large ? kb_log_uniform (&rng, large_min, large_max)
                        : kb_log_uniform (&rng, 16, small_max);
           free (slot[j]);
+          live_bytes -= len[j];
           slot[j] = malloc (n);
+          len[j] = n;
+          live_bytes += n;
+          if (live_bytes > peak_live)
+            peak_live = live_bytes;
           if (slot[j] == NULL)
             kb_die (argv[0], "malloc failed");
           for (k = 0; k < n; k += 4096)
@@ -72,14 +83,16 @@ main (int argc, char **argv)
       ops += 64;
       t1 = kb_now ();
     }
-  while (t1 - t0 < seconds);
+  while (max_ops != 0 ? ops < max_ops : t1 - t0 < seconds);
   elapsed = t1 - t0;
 
   for (i = 0; i < live; i++)
     free (slot[i]);
   free (slot);
+  free (len);
   printf ("RESULT bench=mixed_large live=%zu every=%zu ops=%llu large=%llu"
-          " seconds=%.3f ops_per_sec=%.4g\n", live, every, ops, large,
-          elapsed, (double) ops / elapsed);
+          " seconds=%.3f ops_per_sec=%.4g peak_live_mib=%.1f\n", live,
+          every, ops, large, elapsed, (double) ops / elapsed,
+          (double) peak_live / 1048576);
   return 0;
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ckernel_alloc.h"
+#include "env-flag.h"
 
 /* The PMD huge page of x86-64 and of arm64 with 4 KiB pages; blocks are
    aligned to it so that THP can back them from the first byte.  */
@@ -354,16 +355,11 @@ ck_bump_report (const char *fmt, ...)
   errno = saved_errno;
 }
 
-/* Unset, empty, "0", "false" and "no" (any case) are off.  */
+/* Unset, empty, "0", "false", "no" and "off" (any case) are off.  */
 static bool
 ck_env_flag (const char *name)
 {
-  const char *value = getenv (name);
-
-  if (value == NULL || value[0] == '\0')
-    return false;
-  return !(strcmp (value, "0") == 0 || strcasecmp (value, "false") == 0
-           || strcasecmp (value, "no") == 0);
+  return env_flag_value (getenv (name), false);
 }
 
 /* Map the weights file privately over [weights_base, activations_base)

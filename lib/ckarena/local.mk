@@ -7,6 +7,7 @@ tinyllminclude_HEADERS = include/tinyllm/abi.h include/tinyllm/arena.h
 
 lib_LTLIBRARIES += libckarena.la
 libckarena_la_SOURCES = \
+	lib/env-flag.h \
 	lib/ckarena/abi.c \
 	lib/ckarena/arena.c \
 	lib/ckarena/ckernel_alloc.c

@@ -86,7 +86,6 @@
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
 static _Atomic (size_t) kp_l2_total;
-static _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
 /* Bumped by every kame_pool_set_large_cache_cap; starts at 1 so that a
    zeroed heap record is behind it.  */
 _Atomic (unsigned) kp_cache_gen = 1;
@@ -855,13 +854,20 @@ kp_cache_bytes (void)
   return total;
 }
 
-/* ---- Public calls ------------------------------------------------------- */
-
-size_t
-kp_cache_cap_now (void)
+/* A claim of UNITS units for a small chunk or (LARGE) a dedicated one;
+   when none is left (the cap, or the kernel refused a region), the
+   cache is drained and the claim tried once more.  Here, not in
+   region.c, because the cache sits above the regions.  */
+kp_chunk_t *
+kp_units_claim_retry (unsigned units, bool large)
 {
-  return atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  kp_chunk_t *c = kp_units_claim (units, large);
+  if (kp_unlikely (c == NULL) && kp_cache_drain ())
+    c = kp_units_claim (units, large);
+  return c;
 }
+
+/* ---- Public calls ------------------------------------------------------- */
 
 void
 kame_pool_set_large_cache_cap (size_t bytes)

@@ -36,8 +36,6 @@ __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
 kp_heap_t kp_heap_none;         /* this thread has no heap yet */
 kp_heap_t kp_heap_dead;         /* this thread's heap is gone (exiting) */
 
-_Atomic (int) kp_thread_exit_reclaim = 1;
-
 /* Every heap record ever made, push-only.  A record is free for a new
    thread when in_use is 0: taken with an acquire CAS, given back with a
    release store, so a dead thread's last writes happen before the next
@@ -315,8 +313,6 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
    grew by 7 %.)  A chunk is purged at most once per stay on a partial
    list, so a steady workload, whose chunks go back into use well
    within the delay, never pays for a purge.  */
-
-_Atomic (int) kp_decay_ms = 100;
 
 /* The active chunk of class CLS of H goes to the partial list when it
    has not changed since the last pass: the class went unused for half

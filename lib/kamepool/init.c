@@ -58,18 +58,11 @@ memalign_via_posix (size_t align, size_t n)
 #endif
 
 _Atomic (int) kp_init_state;
-static _Atomic (int) kp_stats_at_exit;
 
 void *
 kp_libc_malloc (size_t n)
 {
   return KP_LIBC (malloc) (n);
-}
-
-void *
-kp_libc_calloc (size_t n, size_t m)
-{
-  return KP_LIBC (calloc) (n, m);
 }
 
 void *
@@ -92,6 +85,18 @@ void
 kp_libc_free (void *p)
 {
   KP_LIBC (free) (p);
+}
+
+void *
+kp_units_fallback (size_t n, size_t align)
+{
+  if (atomic_load_explicit (&kp_cap_strict, memory_order_relaxed))
+    {
+      errno = ENOMEM;
+      return NULL;
+    }
+  return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
+                              : kp_libc_malloc (n);
 }
 
 /* glibc has no __libc_malloc_usable_size; find the next definition of
@@ -192,35 +197,8 @@ kp_at_exit (void)
   /* Read the variable here too: a program that never allocated never
      ran the initialisation.  */
   if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
-      || kp_os_env_flag ("KAME_POOL_STATS", false))
+      || kp_option_flag ("KAME_POOL_STATS", false))
     kp_print_stats ();
-}
-
-/* KAME_POOL_DECAY_MS: the decay's delay in milliseconds, 0 to 3600000;
-   "off" (or "never") disables it.  Anything else keeps the default and
-   is reported.  strtol does not allocate.  */
-static void
-kp_decay_init (void)
-{
-  const char *v = getenv ("KAME_POOL_DECAY_MS");
-  if (v == NULL || *v == '\0')
-    return;
-  if (strcasecmp (v, "off") == 0 || strcasecmp (v, "never") == 0)
-    {
-      atomic_store_explicit (&kp_decay_ms, -1, memory_order_relaxed);
-      return;
-    }
-  char *end;
-  errno = 0;
-  long ms = strtol (v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || ms < 0 || ms > 3600000)
-    {
-      kp_os_write_stderr ("kamepool: KAME_POOL_DECAY_MS must be a number of "
-                          "milliseconds from 0 to 3600000, or off; "
-                          "keeping the default\n");
-      return;
-    }
-  atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
 }
 
 /* How long a thread waits for another thread's initialisation before
@@ -275,15 +253,8 @@ kp_process_init (void)
   kp_sizeclass_check ();
 #endif
   kp_os_page_size ();
-  atomic_store_explicit (&kp_stats_at_exit,
-                         kp_os_env_flag ("KAME_POOL_STATS", false),
-                         memory_order_relaxed);
-  /* Only ever switches it on: a program that set the policy before its
-     first allocation keeps its choice.  */
-  kp_decay_init ();
+  kp_options_init ();
   kp_misuse_init ();
-  if (kp_os_env_flag ("KAME_POOL_STRICT_CAP", false))
-    atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
   bool ok = kp_heap_process_init ();
   if (ok)
     pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);

@@ -510,7 +510,6 @@ kp_os_page_size (void)
   size_t page = atomic_load_explicit (&kp_page_size, memory_order_relaxed);
   return kp_likely (page != 0) ? page : kp_os_page_size_slow ();
 }
-KP_HIDDEN bool kp_os_env_flag (const char *name, bool dflt);
 /* The decay clock: milliseconds of CLOCK_MONOTONIC_COARSE, wrapping.  */
 KP_INLINE uint32_t
 kp_clock_ms (void)
@@ -520,6 +519,33 @@ kp_clock_ms (void)
   return (uint32_t) ts.tv_sec * 1000u + (uint32_t) (ts.tv_nsec / 1000000);
 }
 KP_HIDDEN void kp_os_write_stderr (const char *s);
+
+/* ---- Settings (options.c) ---------------------------------------------- */
+
+/* Every setting, with its environment variable, default, setter and
+   man page, is in the table at the top of options.c.  Writers: the
+   setter named there, and kp_options_init once in kp_process_init.
+   Readers: any thread, relaxed; no setting orders other memory.  */
+KP_HIDDEN extern _Atomic (int) kp_decay_ms;     /* ms; -1: never */
+KP_HIDDEN extern _Atomic (int) kp_misuse_abort; /* 1 abort, 0 report */
+KP_HIDDEN extern _Atomic (int) kp_stats_at_exit;
+KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* 1: NULL at the cap */
+KP_HIDDEN extern _Atomic (size_t) kp_max_bytes; /* region cap; 0 = none */
+KP_HIDDEN extern _Atomic (size_t) kp_cache_cap; /* large cache's cap */
+KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
+KP_HIDDEN void kp_options_init (void);
+/* A boolean environment variable (env-flag.h's reading).  */
+KP_HIDDEN bool kp_option_flag (const char *name, bool dflt);
+KP_HIDDEN bool kp_option_misuse_report (void);
+KP_HIDDEN int kp_option_thp (void);
+KP_HIDDEN int kp_option_numa_mode (void);
+KP_HIDDEN unsigned kp_option_test_nodes (unsigned max);
+
+KP_INLINE size_t
+kp_cache_cap_now (void)
+{
+  return atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+}
 
 /* ---- Regions and unit claims (region.c) -------------------------------- */
 
@@ -627,10 +653,6 @@ KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
-KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
-/* The decay's delay in ms (KAME_POOL_DECAY_MS; -1: never).  Set once
-   at process start, read relaxed.  */
-KP_HIDDEN extern _Atomic (int) kp_decay_ms;
 KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 
 /* ---- Process init, libc fallback (init.c) ------------------------------ */
@@ -638,12 +660,13 @@ KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 KP_HIDDEN bool kp_process_init (void);
 KP_HIDDEN extern _Atomic (int) kp_init_state;  /* 0 none, 1 running, 2 done */
 KP_HIDDEN void *kp_libc_malloc (size_t n);
-KP_HIDDEN void *kp_libc_calloc (size_t n, size_t m);
 KP_HIDDEN void *kp_libc_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_libc_memalign (size_t align, size_t n);
 KP_HIDDEN void kp_libc_free (void *p);
 KP_HIDDEN size_t kp_libc_usable_size (void *p);
-KP_HIDDEN extern _Atomic (size_t) kp_max_bytes;  /* region cap; 0 = none */
+/* What a small or dedicated request gets when no units are left: the
+   C library's block, or NULL and ENOMEM in the strict cap policy.  */
+KP_HIDDEN void *kp_units_fallback (size_t n, size_t align);
 
 /* ---- Large blocks (large.c) -------------------------------------------- */
 
@@ -655,14 +678,6 @@ KP_HIDDEN bool kp_large_grow (void *p, size_t n);
 KP_HIDDEN bool kp_dedicated_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
-/* Out of units (the cap, or the kernel refused a region): drain the
-   large cache and claim once more.  */
-KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, bool large);
-KP_HIDDEN size_t kp_cache_cap_now (void);
-/* What a small or dedicated request gets when no units are left: the
-   C library's block, or NULL and ENOMEM in the strict cap policy.  */
-KP_HIDDEN void *kp_units_fallback (size_t n, size_t align);
-KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
 
 /* ---- Large recycle cache (cache.c) ------------------------------------- */
 
@@ -670,6 +685,9 @@ KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* relaxed */
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);
+/* Out of units (the cap, or the kernel refused a region): drain the
+   large cache and claim once more.  */
+KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, bool large);
 KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);

@@ -85,29 +85,6 @@ kp_large_stats (size_t *count, size_t *bytes)
   *count = c;
   *bytes = b;
 }
-_Atomic (int) kp_cap_strict;
-
-kp_chunk_t *
-kp_units_claim_retry (unsigned units, bool large)
-{
-  kp_chunk_t *c = kp_units_claim (units, large);
-  if (kp_unlikely (c == NULL) && kp_cache_drain ())
-    c = kp_units_claim (units, large);
-  return c;
-}
-
-void *
-kp_units_fallback (size_t n, size_t align)
-{
-  if (atomic_load_explicit (&kp_cap_strict, memory_order_relaxed))
-    {
-      errno = ENOMEM;
-      return NULL;
-    }
-  return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
-                              : kp_libc_malloc (n);
-}
-
 static inline size_t
 kp_round_up (size_t n, size_t to)
 {

@@ -5,7 +5,9 @@ include_HEADERS += include/kame_pool.h
 lib_LTLIBRARIES += libkamepool.la
 libkamepool_la_SOURCES = \
 	lib/kamepool/kp_internal.h \
+	lib/env-flag.h \
 	lib/kamepool/os.c \
+	lib/kamepool/options.c \
 	lib/kamepool/radix.c \
 	lib/kamepool/region.c \
 	lib/kamepool/sizeclass.c \

@@ -31,10 +31,6 @@
 
 uintptr_t kp_secret, kp_free_key;
 
-/* 1: abort after reporting misuse (the default); 0: report only
-   (KAME_POOL_ON_MISUSE=report).  Set once at process start, relaxed.  */
-static _Atomic (int) kp_misuse_abort = 1;
-
 /* The secret: 8 bytes from getrandom, or, when it fails (an old kernel,
    a seccomp filter), from the 16 random bytes the kernel gives every
    process (AT_RANDOM) mixed with the clock and an address.  Never 0:
@@ -66,14 +62,6 @@ kp_misuse_init (void)
 {
   kp_secret = kp_secret_new ();
   kp_free_key = kp_secret_new ();
-  const char *v = getenv ("KAME_POOL_ON_MISUSE");
-  if (v == NULL || *v == '\0' || strcasecmp (v, "abort") == 0)
-    return;
-  if (strcasecmp (v, "report") == 0)
-    atomic_store_explicit (&kp_misuse_abort, 0, memory_order_relaxed);
-  else
-    kp_os_write_stderr ("kamepool: KAME_POOL_ON_MISUSE must be abort or "
-                        "report; keeping abort\n");
 }
 
 /* Whether misuse aborts: the setting, or, before the process is
@@ -84,8 +72,7 @@ kp_misuse_aborts (void)
 {
   if (atomic_load_explicit (&kp_init_state, memory_order_acquire) == 2)
     return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
-  const char *v = getenv ("KAME_POOL_ON_MISUSE");
-  return v == NULL || strcasecmp (v, "report") != 0;
+  return !kp_option_misuse_report ();
 }
 
 void

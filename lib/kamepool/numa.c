@@ -94,21 +94,16 @@ kp_numa_online_count (void)
 static int
 kp_numa_resolve (void)
 {
-  const char *sim = getenv ("KAME_POOL_TEST_NODES");
-  if (sim != NULL && *sim != '\0')
-    {
-      long n = strtol (sim, NULL, 10);
-      if (n >= 2 && n <= KP_MAX_NODES)
-        return (int) n | KP_NUMA_SIM;
-    }
-  const char *mode = getenv ("KAME_POOL_NUMA");
-  if (mode != NULL && strcasecmp (mode, "off") == 0)
+  unsigned sim = kp_option_test_nodes (KP_MAX_NODES);
+  if (sim != 0)
+    return (int) sim | KP_NUMA_SIM;
+  int mode = kp_option_numa_mode ();
+  if (mode < 0)
     return 1;
   unsigned nodes = kp_numa_online_count ();
   if (nodes > KP_MAX_NODES)
     nodes = KP_MAX_NODES;
-  bool on = mode != NULL && strcasecmp (mode, "on") == 0;
-  return (int) nodes | (on || nodes > 1 ? KP_NUMA_BIND : 0);
+  return (int) nodes | (mode > 0 || nodes > 1 ? KP_NUMA_BIND : 0);
 }
 #else
 static int

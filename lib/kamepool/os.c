@@ -102,21 +102,6 @@ kp_os_page_size_slow (void)
   return page;
 }
 
-/* A boolean environment flag: unset or empty gives DFLT; "0", "no",
-   "false" and "off" are false; anything else is true.  getenv does not
-   allocate.  */
-bool
-kp_os_env_flag (const char *name, bool dflt)
-{
-  const char *v = getenv (name);
-  if (v == NULL || *v == '\0')
-    return dflt;
-  if (strcmp (v, "0") == 0 || strcasecmp (v, "no") == 0
-      || strcasecmp (v, "false") == 0 || strcasecmp (v, "off") == 0)
-    return false;
-  return true;
-}
-
 void
 kp_os_write_stderr (const char *s)
 {

@@ -38,33 +38,13 @@ kp_thp_valid (int policy)
          || policy == KAME_THP_NEVER;
 }
 
-/* KAME_POOL_HUGEPAGE: 1 (or yes, on, true, always) advises,
-   0 (or no, off, false, system) leaves it to the kernel, "never"
-   forbids; unset or empty keeps the configure default.  */
-static int
-kp_thp_from_env (void)
-{
-  int dflt = KP_HUGEPAGE_DEFAULT ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
-  const char *v = getenv ("KAME_POOL_HUGEPAGE");
-  if (v == NULL || *v == '\0')
-    return dflt;
-  if (strcasecmp (v, "never") == 0)
-    return KAME_THP_NEVER;
-  if (strcasecmp (v, "system") == 0)
-    return KAME_THP_SYSTEM;
-  if (strcasecmp (v, "always") == 0)
-    return KAME_THP_ALWAYS;
-  return kp_os_env_flag ("KAME_POOL_HUGEPAGE", true)
-         ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
-}
-
 int
 kp_thp_policy_now (void)
 {
   int p = atomic_load_explicit (&kp_thp_policy, memory_order_seq_cst);
   if (kp_likely (p >= 0))
     return p;
-  int want = kp_thp_from_env ();
+  int want = kp_option_thp ();
   /* A setter that got in first wins; P then holds its value.  */
   if (atomic_compare_exchange_strong_explicit (&kp_thp_policy, &p, want,
                                                memory_order_seq_cst,

@@ -36,7 +36,6 @@ static kp_region_t *_Atomic kp_regions;         /* list head: release push, acqu
 /* Per-node list heads, same orders.  */
 static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
 static _Atomic (size_t) kp_nregions;            /* regions mapped, relaxed */
-_Atomic (size_t) kp_max_bytes;                  /* cap on regions * 32 MiB; 0 = none */
 
 /* Released units whose pages are still resident, over all regions.  A
    chunk released and soon claimed again (a producer/consumer pair, a

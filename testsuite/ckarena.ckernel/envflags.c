@@ -10,7 +10,7 @@
 #include "ckernel-test.h"
 
 static const char *const off_spellings[] =
-  { "", "0", "false", "no", "FALSE", "No", "fAlSe", "NO" };
+  { "", "0", "false", "no", "off", "FALSE", "No", "fAlSe", "NO", "Off" };
 static const char *const on_spellings[] =
   { "1", "yes", "true", "on", "TRUE", "Yes", "2", "off!", "00" };
 

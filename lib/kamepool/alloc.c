@@ -99,8 +99,7 @@ kp_memalign (size_t align, size_t n)
       errno = ENOMEM;
       return NULL;
     }
-  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
-      && !kp_process_init ())
+  if (!kp_ready ())
     return kp_libc_memalign (align, n);
   int cls = kp_class_for_aligned (n, align);
   if (cls < 0)

@@ -83,6 +83,28 @@ kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off)
   return off * m < m;
 }
 
+/* The expensive check (--enable-debug=expensive) of C, a small chunk
+   this thread owns: every block on its free list is a block of C below
+   the carving point, marked free in a hardened build, and the list
+   holds at most the blocks that are not handed out.  It touches every
+   free block, so it runs only when a refill takes C into use.  */
+bool
+kp_chunk_list_ok (const kp_chunk_t *c)
+{
+  const char *data = kp_chunk_data (c);
+  uint32_t n = 0;
+  for (const kp_block_t *b = c->free; b != NULL; b = kp_block_next (b))
+    {
+      const char *p = (const char *) b;
+      if (p < data || p >= c->bump
+          || !kp_chunk_block_start (c, (uintptr_t) (p - data))
+          || (KP_HARDEN && !kp_block_marked_free (b))
+          || ++n > c->capacity - c->used)
+        return false;
+    }
+  return true;
+}
+
 static inline unsigned
 kp_page_shift (void)
 {
@@ -147,6 +169,7 @@ kp_chunk_unpurge (kp_chunk_t *c)
               c->purged[q / 64] &= ~((uint64_t) 1 << (q % 64));
               kp_chunk_unpurged_one (c);
             }
+        atomic_signal_fence (memory_order_release);
         c->free = head;
         return true;
       }
@@ -186,6 +209,9 @@ kp_chunk_carve (kp_chunk_t *c)
   kp_block_link (b, c->free);
   kp_block_mark_free (b);
   c->bump = p + n * size;
+  /* No instruction: it keeps the compiler from moving the stores of
+     the links below the store that publishes them.  */
+  atomic_signal_fence (memory_order_release);
   c->free = head;
   return true;
 }
@@ -680,12 +706,14 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
   /* A consistent slot at every step (a fork from a signal handler):
      the block is linked before the slot names it.  */
   kp_block_link (b, NULL);
+  atomic_signal_fence (memory_order_release);
   s->head = s->tail = b;
   s->count = 1;
   s->limit = limit;
   s->data = kp_chunk_data (c);
   s->divmagic = kp_divmagic (size);
   s->cls = (uint8_t) cls;
+  atomic_signal_fence (memory_order_release);
   s->chunk = c;
   h->rbatch_mask |= 1u << (s - h->rbatch);
 }

@@ -485,8 +485,7 @@ kp_heap_process_init (void)
 bool
 kp_thread_init (void)
 {
-  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
-      && !kp_process_init ())
+  if (!kp_ready ())
     return false;
   kp_heap_t *h = kp_heap_acquire ();
   if (h == NULL)
@@ -570,6 +569,7 @@ kp_malloc_refill (size_t n)
   if (c->free == NULL)
     kp_chunk_carve (c);
 use:
+  KP_EXPENSIVE_ASSERT (kp_chunk_list_ok (c));
   kp_tc.active[cls] = c;
   c->active = true;
 pop:

@@ -138,8 +138,9 @@ kp_atfork_prepare (void)
 static void
 kp_atfork_child (void)
 {
-  int running = 1;
-  atomic_compare_exchange_strong_explicit (&kp_init_state, &running, 0,
+  int running = KP_INIT_RUNNING;
+  atomic_compare_exchange_strong_explicit (&kp_init_state, &running,
+                                           KP_INIT_NONE,
                                            memory_order_relaxed,
                                            memory_order_relaxed);
 }
@@ -220,21 +221,21 @@ bool
 kp_process_init (void)
 {
   int state = atomic_load_explicit (&kp_init_state, memory_order_acquire);
-  if (state == 2)
+  if (state == KP_INIT_DONE)
     return true;
   if (kp_initialising)
     return false;
   uint32_t start = 0;
   bool waited = false;
-  while (state != 0
+  while (state != KP_INIT_NONE
          || !atomic_compare_exchange_strong_explicit (&kp_init_state, &state,
-                                                      1,
+                                                      KP_INIT_RUNNING,
                                                       memory_order_acquire,
                                                       memory_order_acquire))
     {
-      if (state == 2)
+      if (state == KP_INIT_DONE)
         return true;
-      if (state == 0)
+      if (state == KP_INIT_NONE)
         continue;               /* the other thread's init failed: retry */
       uint32_t now = kp_clock_ms ();
       if (!waited)
@@ -260,6 +261,7 @@ kp_process_init (void)
     pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
   errno = saved;
   kp_initialising = false;
-  atomic_store_explicit (&kp_init_state, ok ? 2 : 0, memory_order_release);
+  atomic_store_explicit (&kp_init_state, ok ? KP_INIT_DONE : KP_INIT_NONE,
+                         memory_order_release);
   return ok;
 }

@@ -70,7 +70,6 @@
 #define KP_HIDDEN __attribute__ ((__visibility__ ("hidden")))
 #define KP_NOINLINE __attribute__ ((__noinline__))
 #define KP_INLINE static inline __attribute__ ((__always_inline__))
-#define KP_COLD __attribute__ ((__cold__, __noinline__))
 #define kp_likely(x) __builtin_expect (!!(x), 1)
 #define kp_unlikely(x) __builtin_expect (!!(x), 0)
 
@@ -253,9 +252,11 @@ enum kp_chunk_kind
    Model: testsuite/kamepool.model/ownership.pml.  */
 typedef struct kp_chunk
 {
-  /* Line 0: owner-private fields, plain loads and stores, used only by
-     the thread that holds the OWNED bit.  The owner's free reads the
-     first five.  */
+  /* Bytes 0 to 127 (cache lines 0 and 1): owner-private fields, plain
+     loads and stores, used only by the thread that holds the OWNED bit
+     (and read racily by the statistics walk), except OWNER.  Line 0
+     holds what the owner's free path reads: FREE, USED, ACTIVE, FULL,
+     DIVMAGIC and OWNER.  */
   /* 256 bytes a descriptor (the struct's alignment): the free path
      finds a descriptor with a shift, where 192 needed a multiply.  */
   _Alignas (256) kp_block_t *free; /* owner LIFO free list (encoded links) */
@@ -286,20 +287,31 @@ typedef struct kp_chunk
      again.  Owner-private; the statistics walk reads it racily.  */
   uint64_t purged[KP_PURGE_WORDS];
 
-  /* Line 1: the remote-free word, and the fields fixed while claimed.  */
+  /* Line 2 (byte 128): the remote-free word, and the fields fixed while
+     claimed, away from the owner's lines.  */
   /* Remote frees push here (CAS acq_rel); the owner collects with an
      acquire exchange; giving up ownership is a release CAS.  */
   _Alignas (64) _Atomic (uintptr_t) xthread_free;
-  /* Set relaxed by the claim winner after its CAS, reset before the
-     release of the claim bits; read relaxed by freers, who are ordered
-     after the claim by the hand-over of the block they free.  */
+  /* Written relaxed by whoever holds the chunk exclusively: the claim
+     winner after its CAS (kp_chunk_init_small in chunk.c, the dedicated
+     set-up in large.c), the cache when it takes in or hands out a
+     dedicated chunk (KIND CACHED and back, cache.c), the growth and
+     trim of a dedicated chunk (UNITS, region.c and large.c), and the
+     release before the claim bits are cleared (KIND NONE, region.c).
+     Read relaxed by freers and the statistics, who are ordered after
+     the write by the hand-over of the block they free (or, for the
+     statistics, tolerate a stale value).  */
   _Atomic (uint32_t) block_size; /* SMALL: class size; DEDICATED: bytes */
   _Atomic (uint8_t) kind;       /* enum kp_chunk_kind */
   _Atomic (uint8_t) cls;        /* SMALL: size class */
   _Atomic (uint8_t) units;      /* chunk length in units */
-  uint8_t numa_node;
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
+_Static_assert (offsetof (kp_chunk_t, owner) + sizeof (void *) <= 64
+                && offsetof (kp_chunk_t, divmagic) + 8 <= 64,
+                "the owner's free reads line 0 only");
+_Static_assert (offsetof (kp_chunk_t, xthread_free) == 128,
+                "the remote-free word starts line 2");
 
 typedef struct kp_region
 {
@@ -329,10 +341,14 @@ typedef struct kp_region
   /* Push-only list of the regions of node numa_node, same orders; the
      claim walks it (region.c).  */
   struct kp_region *_Atomic node_next;
-  /* Hint: a claim may succeed here.  Relaxed.  */
+  /* Hint: a claim may succeed here.  Set (relaxed store of 1) by the
+     region's creator and by every release of units, after a seq_cst
+     fence; cleared (relaxed store of 0) by a claimer that found the
+     region full, which then fences (seq_cst) and looks again, setting
+     it back if units came free: so a release racing with the clearing
+     cannot leave free units behind a 0.  Read relaxed by claimers.  */
   _Atomic (uint8_t) has_free;
   uint8_t numa_node;
-  uint32_t index;               /* creation order, for diagnostics */
   kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
 } kp_region_t;
 
@@ -382,7 +398,6 @@ struct kp_heap
   uint32_t full_count[KP_NCLASS], full_new[KP_NCLASS];
   unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
-  uint8_t numa_node;
   struct kp_heap *pool_next;    /* immutable once published */
   /* First level of the large recycle cache (cache.c): entries, oldest
      first, 0 when empty.  Written by the owner alone, with relaxed
@@ -634,6 +649,7 @@ KP_HIDDEN void kp_free_owned_check (kp_chunk_t *c, kp_block_t *b,
                                     uintptr_t off);
 /* Whether OFF, an offset into small chunk C, starts a block.  */
 KP_HIDDEN bool kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off);
+KP_HIDDEN bool kp_chunk_list_ok (const kp_chunk_t *c);
 
 /* C, owned by the caller, can hand out a block: from its free list, by
    carving, or from a page the decay gave back.  */
@@ -658,7 +674,23 @@ KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
 /* ---- Process init, libc fallback (init.c) ------------------------------ */
 
 KP_HIDDEN bool kp_process_init (void);
-KP_HIDDEN extern _Atomic (int) kp_init_state;  /* 0 none, 1 running, 2 done */
+/* The process's initialisation: KP_INIT_NONE -> KP_INIT_RUNNING by the
+   CAS (acquire) of the thread that runs it, -> KP_INIT_DONE (or back to
+   NONE when it failed) by that thread's release store, RUNNING -> NONE
+   by the atfork child handler (relaxed: the child is single-threaded).
+   Read with acquire by every allocating thread (kp_ready): the settings
+   and secrets written before the DONE store are then visible.  */
+enum { KP_INIT_NONE, KP_INIT_RUNNING, KP_INIT_DONE };
+KP_HIDDEN extern _Atomic (int) kp_init_state;
+
+/* The process is initialised, or the calling thread has initialised it
+   now; false when the caller must make do with the C library.  */
+KP_INLINE bool
+kp_ready (void)
+{
+  return atomic_load_explicit (&kp_init_state, memory_order_acquire)
+         == KP_INIT_DONE || kp_process_init ();
+}
 KP_HIDDEN void *kp_libc_malloc (size_t n);
 KP_HIDDEN void *kp_libc_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_libc_memalign (size_t align, size_t n);
@@ -775,6 +807,9 @@ kp_free_push (kp_chunk_t *c, kp_block_t *b)
 {
   kp_block_link (b, c->free);
   kp_block_mark_free (b);
+  /* The link before the head (a fork from a signal handler sees a
+     whole list); no instruction.  */
+  atomic_signal_fence (memory_order_release);
   c->free = b;
   /* A full chunk becomes the active one (kp_chunk_unfull); an empty
      chunk leaves, unless it is the active one: a malloc/free loop must

@@ -231,6 +231,7 @@ kp_mapping_header (kp_large_header_t *hdr, size_t n, char *map_base,
   hdr->map_size = map_size;
   hdr->block = block;
   hdr->recycled = recycled;
+  atomic_signal_fence (memory_order_release);
   hdr->magic = KP_LARGE_MAGIC;
   kp_large_stat (1, map_size);
 }
@@ -402,8 +403,7 @@ kp_malloc_large (size_t n, size_t align)
       errno = ENOMEM;
       return NULL;
     }
-  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) != 2
-      && !kp_process_init ())
+  if (!kp_ready ())
     return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
                                 : kp_libc_malloc (n);
   /* A thread whose first allocation is large gets its heap here, for

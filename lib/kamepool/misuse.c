@@ -70,7 +70,8 @@ kp_misuse_init (void)
 static bool
 kp_misuse_aborts (void)
 {
-  if (atomic_load_explicit (&kp_init_state, memory_order_acquire) == 2)
+  if (atomic_load_explicit (&kp_init_state, memory_order_acquire)
+      == KP_INIT_DONE)
     return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
   return !kp_option_misuse_report ();
 }

@@ -35,7 +35,12 @@
 static kp_region_t *_Atomic kp_regions;         /* list head: release push, acquire walk */
 /* Per-node list heads, same orders.  */
 static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
-static _Atomic (size_t) kp_nregions;            /* regions mapped, relaxed */
+/* Regions mapped or being mapped: a reservation counter.  A creator
+   reserves its region with a fetch_add (relaxed) before it maps it, so
+   that racing creators cannot pass the cap together, and gives the
+   reservation back (fetch_sub) when the cap or the kernel says no.
+   Read relaxed by the statistics and the cap check.  */
+static _Atomic (size_t) kp_nregions;
 
 /* Released units whose pages are still resident, over all regions.  A
    chunk released and soon claimed again (a producer/consumer pair, a
@@ -96,7 +101,6 @@ kp_region_new (unsigned node)
   for (unsigned u = 0; u < KP_UNITS; u++)
     atomic_init (&r->desc[u].xthread_free, KP_TF_OWNED);
   atomic_init (&r->has_free, 1);
-  r->index = (uint32_t) n;
   r->numa_node = (uint8_t) node;
   int thp = kp_thp_policy_now ();
   kp_thp_advise_region (r, thp);
@@ -252,6 +256,7 @@ kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
          racing with this scan cannot leave a region with free
          units marked full forever.  */
       atomic_store_explicit (&r->has_free, 0, memory_order_relaxed);
+      atomic_thread_fence (memory_order_seq_cst);
       if (!kp_region_full (r))
         atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
     }
@@ -498,5 +503,9 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   atomic_fetch_and_explicit (&r->claim[base / 64],
                              ~(kp_run_mask (units) << (base % 64)),
                              memory_order_release);
+  /* Pairs with the fence of a claimer that clears the hint (see
+     kp_node_try_claim): either it sees these units free, or this store
+     comes after its clearing one.  */
+  atomic_thread_fence (memory_order_seq_cst);
   atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
 }

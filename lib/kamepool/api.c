@@ -129,3 +129,28 @@ kame_pool_get_thread_exit_reclaim (void)
 {
   return atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed);
 }
+
+size_t
+kame_pool_set_thp_policy (int policy)
+{
+  if (!kp_thp_policy_set (policy))
+    {
+      errno = EINVAL;
+      return (size_t) -1;
+    }
+  /* The policy's store and fence come first (kp_thp_policy_set): a
+     region created meanwhile is either on the list below or advised
+     by its creator with the new policy (kp_region_new).  */
+  size_t bytes = 0;
+  if (policy == KAME_THP_SYSTEM)
+    return 0;
+  KP_FOR_EACH_REGION (r)
+    bytes += kp_thp_advise_region (r, policy);
+  return bytes;
+}
+
+int
+kame_pool_get_thp_policy (void)
+{
+  return kp_thp_policy_now ();
+}

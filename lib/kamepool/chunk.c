@@ -766,7 +766,7 @@ kp_chunk_adopt (kp_heap_t *h, unsigned cls)
 {
   unsigned budget = 32;
   for (kp_region_t *r = kp_region_first (); r != NULL && budget > 0;
-       r = atomic_load_explicit (&r->next, memory_order_acquire), budget--)
+       r = kp_region_next (r), budget--)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       {
         uint64_t bits = atomic_load_explicit (&r->abandoned[w],

@@ -551,7 +551,7 @@ KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
 KP_HIDDEN void kp_options_init (void);
 /* A boolean environment variable (env-flag.h's reading).  */
 KP_HIDDEN bool kp_option_flag (const char *name, bool dflt);
-KP_HIDDEN bool kp_option_misuse_report (void);
+KP_HIDDEN bool kp_option_misuse_aborts (void);
 KP_HIDDEN int kp_option_thp (void);
 KP_HIDDEN int kp_option_numa_mode (void);
 KP_HIDDEN unsigned kp_option_test_nodes (unsigned max);
@@ -612,11 +612,23 @@ KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN size_t kp_dirty_units (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
+/* The region after R on the list of all regions (acquire: a region on
+   the list is initialised).  */
+KP_INLINE kp_region_t *
+kp_region_next (const kp_region_t *r)
+{
+  return atomic_load_explicit (&r->next, memory_order_acquire);
+}
+/* Every region, newest first.  */
+#define KP_FOR_EACH_REGION(r)                                           \
+  for (kp_region_t *r = kp_region_first (); r != NULL;                  \
+       r = kp_region_next (r))
 KP_HIDDEN size_t kp_region_count (void);
 
 /* ---- Transparent-hugepage advice (policy.c) ---------------------------- */
 
 KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_THP_* value */
+KP_HIDDEN bool kp_thp_policy_set (int policy);
 KP_HIDDEN size_t kp_thp_advise_region (kp_region_t *r, int policy);
 
 /* ---- NUMA placement (numa.c) ------------------------------------------- */

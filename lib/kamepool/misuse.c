@@ -64,23 +64,11 @@ kp_misuse_init (void)
   kp_free_key = kp_secret_new ();
 }
 
-/* Whether misuse aborts: the setting, or, before the process is
-   initialised (a bad kame_pool_free before the first allocation), the
-   environment itself.  */
-static bool
-kp_misuse_aborts (void)
-{
-  if (atomic_load_explicit (&kp_init_state, memory_order_acquire)
-      == KP_INIT_DONE)
-    return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
-  return !kp_option_misuse_report ();
-}
-
 void
 kp_misuse (const char *call, const char *what, const void *p)
 {
   kp_report (call, what, p);
-  if (kp_misuse_aborts ())
+  if (kp_option_misuse_aborts ())
     abort ();
 }
 

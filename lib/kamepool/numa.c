@@ -176,18 +176,3 @@ kp_numa_bind (void *p, size_t len, unsigned node)
   (void) node;
 #endif
 }
-
-size_t
-kame_pool_get_numa_stats (size_t *regions_per_node, size_t n)
-{
-  size_t nodes = kp_numa_nodes ();
-  if (regions_per_node == NULL)
-    return nodes;
-  for (size_t i = 0; i < n; i++)
-    regions_per_node[i] = 0;
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
-    if (r->numa_node < n)
-      regions_per_node[r->numa_node]++;
-  return nodes;
-}

@@ -44,6 +44,10 @@ _Atomic (size_t) kp_max_bytes;
 _Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
 _Atomic (int) kp_thread_exit_reclaim = 1;
 
+/* kp_options_init has run: written once by it (release), read by
+   kp_option_misuse_aborts (acquire), which then trusts the settings.  */
+static _Atomic (bool) kp_options_done;
+
 bool
 kp_option_flag (const char *name, bool dflt)
 {
@@ -81,11 +85,22 @@ kp_option_decay (void)
   atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
 }
 
-bool
+static bool
 kp_option_misuse_report (void)
 {
   const char *v = getenv ("KAME_POOL_ON_MISUSE");
   return v != NULL && strcasecmp (v, "report") == 0;
+}
+
+/* Whether misuse aborts: the setting, or, before the settings are read
+   (a bad kame_pool_free before the first allocation), the environment
+   itself.  */
+bool
+kp_option_misuse_aborts (void)
+{
+  if (atomic_load_explicit (&kp_options_done, memory_order_acquire))
+    return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
+  return !kp_option_misuse_report ();
 }
 
 /* KAME_POOL_ON_MISUSE: abort (the default) or report.  */
@@ -114,6 +129,7 @@ kp_options_init (void)
      first allocation keeps its choice.  */
   if (kp_option_flag ("KAME_POOL_STRICT_CAP", false))
     atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
+  atomic_store_explicit (&kp_options_done, true, memory_order_release);
 }
 
 /* KAME_POOL_HUGEPAGE: 1 (or yes, on, true, always) advises,

@@ -75,27 +75,15 @@ kp_thp_advise_region (kp_region_t *r, int policy)
 #endif
 }
 
-size_t
-kame_pool_set_thp_policy (int policy)
+/* Make POLICY the policy of the regions created from now on; false
+   when it is not a KAME_THP_* value.  The caller then advises the
+   regions that exist (kame_pool_set_thp_policy, api.c).  */
+bool
+kp_thp_policy_set (int policy)
 {
   if (!kp_thp_valid (policy))
-    {
-      errno = EINVAL;
-      return (size_t) -1;
-    }
+    return false;
   atomic_store_explicit (&kp_thp_policy, policy, memory_order_seq_cst);
   atomic_thread_fence (memory_order_seq_cst);
-  size_t bytes = 0;
-  if (policy == KAME_THP_SYSTEM)
-    return 0;
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
-    bytes += kp_thp_advise_region (r, policy);
-  return bytes;
-}
-
-int
-kame_pool_get_thp_policy (void)
-{
-  return kp_thp_policy_now ();
+  return true;
 }

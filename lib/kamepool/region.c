@@ -386,8 +386,7 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
 static void
 kp_units_purge_where (bool aged, size_t keep)
 {
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
+  KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
         {
@@ -440,8 +439,7 @@ kp_units_decay (uint32_t now, uint32_t delay)
   /* The units free and resident at the last tick and still so now have
      been unused for a whole period.  */
   kp_units_purge_where (true, KP_DIRTY_KEEP_UNITS);
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
+  KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       atomic_store_explicit (&r->aged[w],
                              atomic_load_explicit (&r->dirty[w],

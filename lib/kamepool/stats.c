@@ -36,8 +36,7 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
   memset (k, 0, sizeof k);
   size_t used[KP_NCLASS] = { 0 };
   size_t abandoned = 0, abandoned_bytes = 0, purged = 0;
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
+  KP_FOR_EACH_REGION (r)
     for (unsigned u = 1; u < KP_UNITS; u++)
       {
         kp_chunk_t *c = &r->desc[u];
@@ -116,8 +115,7 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   if (want < 1)
     return;
   size_t regions = 0, chunks = 0, units = 0, dedicated = 0;
-  for (kp_region_t *r = kp_region_first (); r != NULL;
-       r = atomic_load_explicit (&r->next, memory_order_acquire))
+  KP_FOR_EACH_REGION (r)
     {
       regions++;
       for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
@@ -157,4 +155,18 @@ kame_pool_get_stats (kame_pool_stats_t *s)
     return;
   kp_stats_small (s, want == 3 ? KP_STATS_CLASSES_V3
                                : KAME_POOL_STATS_CLASSES);
+}
+
+size_t
+kame_pool_get_numa_stats (size_t *regions_per_node, size_t n)
+{
+  size_t nodes = kp_numa_nodes ();
+  if (regions_per_node == NULL)
+    return nodes;
+  for (size_t i = 0; i < n; i++)
+    regions_per_node[i] = 0;
+  KP_FOR_EACH_REGION (r)
+    if (r->numa_node < n)
+      regions_per_node[r->numa_node]++;
+  return nodes;
 }

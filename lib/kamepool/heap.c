@@ -194,14 +194,15 @@ kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
    is already on C's free list, and used not yet decremented).  While
    the active chunk of the class has free blocks, C goes to the tail of
    the partial list, where the frees of the blocks around it gather
-   while it waits: making it active with its one block cost a refill at
-   almost every malloc under a large live set freed at random.  When
+   while it waits: making it active with its one block would cost a
+   refill at almost every malloc under a large live set freed at
+   random.  When
    the active chunk has none, C becomes the active chunk, and the one it
    replaces is released when it is empty, and otherwise goes to the head
    of the partial list, or back to the full list when it has no room.
-   (An empty chunk put on the partial list waited there until its class
-   was next refilled, which may be never: a list emptied in order left
-   every chunk of its nodes' class behind.)  The next malloc then
+   (On the partial list an empty chunk would wait until its class is
+   next refilled, which may be never: a list emptied in order would
+   leave every chunk of its nodes' class behind.)  The next malloc then
    returns the block just freed, whose line is still in the cache,
    instead of one freed a whole chunk ago: on a ring of live 8 KiB
    blocks, whose heads fall in the same cache set, that matters.  */
@@ -308,11 +309,11 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
    8th refill that finds the active chunk dry, at most twice per delay,
    and also collect the remote frees of every partial chunk and release
    the chunks that are empty.  (Not those of the full chunks: moved to
-   the partial list early, chunks with a few remote frees made the
-   refills spread over more chunks, and bench/server's resident set
-   grew by 7 %.)  A chunk is purged at most once per stay on a partial
-   list, so a steady workload, whose chunks go back into use well
-   within the delay, never pays for a purge.  */
+   the partial list early, chunks with a few remote frees would spread
+   the refills over more chunks and so grow the resident set.)  A
+   chunk is purged at most once per stay on a partial list, so a
+   steady workload, whose chunks go back into use well within the
+   delay, never pays for a purge.  */
 
 /* The active chunk of class CLS of H goes to the partial list when it
    has not changed since the last pass: the class went unused for half
@@ -530,7 +531,7 @@ kp_malloc_refill (size_t n)
      chunk, and it never adopts a chunk while blocks of it wait in its
      own batch.  (Not on every call: a refill that only links the next
      page of the active chunk comes every page of blocks, and flushing
-     there cut the batches short.)  */
+     there would cut the batches short.)  */
   if (h->rbatch_mask != 0)
     kp_rbatch_flush_all (h);
   /* The clock every 8th time the active chunk runs dry.  */

@@ -38,8 +38,9 @@ kp_os_map_aligned (size_t size, size_t align)
    unmapped (a hint, never MAP_FIXED: the kernel uses it only when the
    range is free), else where the kernel likes: it often places a
    mapping right after the previous one, which is aligned when the
-   previous was.  A 32 MiB block allocated and freed in a loop then
-   costs one mmap and one munmap, not three and two.  */
+   previous was.  So a 32 MiB block allocated and freed in a loop
+   costs one mmap and one munmap, without the over-map and trim
+   below.  */
   uintptr_t hint = atomic_load_explicit (&kp_os_hint, memory_order_relaxed);
   if ((hint & (align - 1)) != 0)
     hint = 0;

@@ -145,63 +145,6 @@ kp_atfork_child (void)
                                            memory_order_relaxed);
 }
 
-static void
-kp_print_stats (void)
-{
-  kame_pool_stats_t s = { .version = KAME_POOL_STATS_VERSION };
-  kame_pool_get_stats (&s);
-  char buf[512];
-  int saved = errno;
-  /* snprintf with these conversions does not allocate in glibc.  */
-  snprintf (buf, sizeof buf,
-            "kamepool: %zu regions (%zu MiB reserved); %zu chunks live "
-            "holding %zu units (%zu MiB); dedicated %zu KiB; "
-            "%zu large mappings (%zu KiB); cache %zu KiB; "
-            "tls model %s, hugepage advice %s\n",
-            s.regions_populated, s.bytes_reserved >> 20, s.chunks_live,
-            s.units_live, (s.units_live * KP_UNIT_SIZE) >> 20,
-            s.dedicated_chunk_bytes >> 10, s.large_alloc_count,
-            s.large_alloc_bytes >> 10, s.cache_bytes >> 10,
-            KP_TLS_MODEL_NAME,
-            kp_thp_policy_now () == KAME_THP_ALWAYS ? "on"
-            : kp_thp_policy_now () == KAME_THP_NEVER ? "never" : "off");
-  kp_os_write_stderr (buf);
-  snprintf (buf, sizeof buf,
-            "kamepool: small blocks: %zu KiB live in %zu KiB resident "
-            "(%zu KiB free); given back by the decay: %zu KiB now, "
-            "%zu pages in %zu calls ever; free units resident %zu KiB; "
-            "remote frees pending %zu; abandoned %zu chunks (%zu KiB)\n",
-            s.small_live_bytes >> 10, s.small_resident_bytes >> 10,
-            s.small_free_bytes >> 10, s.purged_bytes >> 10, s.purge_pages,
-            s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
-            s.abandoned_chunks, s.abandoned_bytes >> 10);
-  kp_os_write_stderr (buf);
-  kp_os_write_stderr ("kamepool: class    size  chunks  live-blocks  "
-                      "free-blocks  resident-KiB\n");
-  for (size_t i = 0; i < s.nclasses; i++)
-    {
-      const kame_pool_class_stats_t *k = &s.classes[i];
-      if (k->chunks == 0)
-        continue;
-      snprintf (buf, sizeof buf,
-                "kamepool: %5zu %7zu %7zu %12zu %12zu %13zu\n",
-                i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
-                k->resident_bytes >> 10);
-      kp_os_write_stderr (buf);
-    }
-  errno = saved;
-}
-
-__attribute__ ((__destructor__)) static void
-kp_at_exit (void)
-{
-  /* Read the variable here too: a program that never allocated never
-     ran the initialisation.  */
-  if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
-      || kp_option_flag ("KAME_POOL_STATS", false))
-    kp_print_stats ();
-}
-
 /* How long a thread waits for another thread's initialisation before
    it makes do with the C library.  The initialisation is a few system
    calls; the bound only matters if the initialising thread is stuck

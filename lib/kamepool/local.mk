@@ -40,6 +40,7 @@ if HAVE_LD_VERSION_SCRIPT
 libkamepool_la_LDFLAGS += -Wl,--version-script=$(srcdir)/lib/kamepool/libkamepool.map
 EXTRA_libkamepool_la_DEPENDENCIES = lib/kamepool/libkamepool.map
 endif
+EXTRA_DIST += lib/kamepool/layers.sh
 EXTRA_DIST += lib/kamepool/libkamepool.map lib/kamepool/gen-sizeclass-lut.sh \
 	kamepool-run.in
 

@@ -1,5 +1,5 @@
 /* stats.c -- kame_pool_get_stats: a walk over the regions plus the
-   large-tier counters.
+   large-tier counters; the report at exit (KAME_POOL_STATS).
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -11,6 +11,8 @@
 
 #include <config.h>
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kp_internal.h"
@@ -169,4 +171,62 @@ kame_pool_get_numa_stats (size_t *regions_per_node, size_t n)
     if (r->numa_node < n)
       regions_per_node[r->numa_node]++;
   return nodes;
+}
+
+/* The report of KAME_POOL_STATS on stderr, written without allocating.  */
+static void
+kp_print_stats (void)
+{
+  kame_pool_stats_t s = { .version = KAME_POOL_STATS_VERSION };
+  kame_pool_get_stats (&s);
+  char buf[512];
+  int saved = errno;
+  /* snprintf with these conversions does not allocate in glibc.  */
+  snprintf (buf, sizeof buf,
+            "kamepool: %zu regions (%zu MiB reserved); %zu chunks live "
+            "holding %zu units (%zu MiB); dedicated %zu KiB; "
+            "%zu large mappings (%zu KiB); cache %zu KiB; "
+            "tls model %s, hugepage advice %s\n",
+            s.regions_populated, s.bytes_reserved >> 20, s.chunks_live,
+            s.units_live, (s.units_live * KP_UNIT_SIZE) >> 20,
+            s.dedicated_chunk_bytes >> 10, s.large_alloc_count,
+            s.large_alloc_bytes >> 10, s.cache_bytes >> 10,
+            KP_TLS_MODEL_NAME,
+            kp_thp_policy_now () == KAME_THP_ALWAYS ? "on"
+            : kp_thp_policy_now () == KAME_THP_NEVER ? "never" : "off");
+  kp_os_write_stderr (buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: small blocks: %zu KiB live in %zu KiB resident "
+            "(%zu KiB free); given back by the decay: %zu KiB now, "
+            "%zu pages in %zu calls ever; free units resident %zu KiB; "
+            "remote frees pending %zu; abandoned %zu chunks (%zu KiB)\n",
+            s.small_live_bytes >> 10, s.small_resident_bytes >> 10,
+            s.small_free_bytes >> 10, s.purged_bytes >> 10, s.purge_pages,
+            s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
+            s.abandoned_chunks, s.abandoned_bytes >> 10);
+  kp_os_write_stderr (buf);
+  kp_os_write_stderr ("kamepool: class    size  chunks  live-blocks  "
+                      "free-blocks  resident-KiB\n");
+  for (size_t i = 0; i < s.nclasses; i++)
+    {
+      const kame_pool_class_stats_t *k = &s.classes[i];
+      if (k->chunks == 0)
+        continue;
+      snprintf (buf, sizeof buf,
+                "kamepool: %5zu %7zu %7zu %12zu %12zu %13zu\n",
+                i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
+                k->resident_bytes >> 10);
+      kp_os_write_stderr (buf);
+    }
+  errno = saved;
+}
+
+__attribute__ ((__destructor__)) static void
+kp_at_exit (void)
+{
+  /* Read the variable here too: a program that never allocated never
+     ran the initialisation.  */
+  if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
+      || kp_option_flag ("KAME_POOL_STATS", false))
+    kp_print_stats ();
 }

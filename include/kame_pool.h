@@ -120,9 +120,13 @@ extern KAME_POOL_API int kame_pool_trim (size_t pad);
 
 /* Transparent-hugepage advice for the data of the pool's regions:
    leave it to the kernel's mode, MADV_HUGEPAGE, or MADV_NOHUGEPAGE.  */
-#define KAME_THP_SYSTEM 0
-#define KAME_THP_ALWAYS 1
-#define KAME_THP_NEVER 2
+#define KAME_POOL_THP_SYSTEM 0
+#define KAME_POOL_THP_ALWAYS 1
+#define KAME_POOL_THP_NEVER 2
+/* The names before 0.1.0, kept for the programs that use them.  */
+#define KAME_THP_SYSTEM KAME_POOL_THP_SYSTEM
+#define KAME_THP_ALWAYS KAME_POOL_THP_ALWAYS
+#define KAME_THP_NEVER KAME_POOL_THP_NEVER
 extern KAME_POOL_API size_t kame_pool_set_thp_policy (int policy);
 extern KAME_POOL_API int kame_pool_get_thp_policy (void);
 

@@ -142,7 +142,7 @@ kame_pool_set_thp_policy (int policy)
      region created meanwhile is either on the list below or advised
      by its creator with the new policy (kp_region_new).  */
   size_t bytes = 0;
-  if (policy == KAME_THP_SYSTEM)
+  if (policy == KAME_POOL_THP_SYSTEM)
     return 0;
   KP_FOR_EACH_REGION (r)
     bytes += kp_thp_advise_region (r, policy);

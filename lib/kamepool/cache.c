@@ -74,7 +74,6 @@
 
 #include "kp_internal.h"
 
-#define KP_L2_SLOTS 64
 /* A cached mapping of up to 32 MiB serves any smaller request whole,
    without being cut down: a mapping cut with mremap loses its resident
    tail, so that a later bigger request finds nothing and faults in a

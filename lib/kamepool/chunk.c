@@ -517,12 +517,6 @@ kp_chunk_retire (kp_chunk_t *c)
   kp_chunk_release (c, KP_PAGES_LAZY);
 }
 
-/* How many chunks of classes it does not allocate from a heap may take
-   over through frees.  Keeping such a chunk makes this thread's later
-   frees into it plain owner frees (a consumer freeing what a producer
-   filled); the bound caps what an idle thread can hold on to.  */
-#define KP_FOSTER_MAX 8
-
 /* We have just set the OWNED bit of C, which had no owner.  Collect,
    then release it if empty, keep it if this thread uses the class or
    may foster one more, or abandon it again.  */
@@ -764,7 +758,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
 kp_chunk_t *
 kp_chunk_adopt (kp_heap_t *h, unsigned cls)
 {
-  unsigned budget = 32;
+  unsigned budget = KP_ADOPT_REGIONS;
   for (kp_region_t *r = kp_region_first (); r != NULL && budget > 0;
        r = kp_region_next (r), budget--)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)

@@ -145,14 +145,6 @@ kp_atfork_child (void)
                                            memory_order_relaxed);
 }
 
-/* How long a thread waits for another thread's initialisation before
-   it makes do with the C library.  The initialisation is a few system
-   calls; the bound only matters if the initialising thread is stuck
-   behind a lock that the waiting thread holds (a fork whose prepare
-   handler allocates while another thread's pthread_atfork waits for
-   the fork).  */
-#define KP_INIT_WAIT_MS 2000
-
 /* This thread is running kp_process_init.  */
 static __thread bool kp_initialising KP_TLS_ATTR;
 

@@ -95,6 +95,40 @@
    pages (chunk.c; a larger page size needs fewer bits).  */
 #define KP_PURGE_WORDS 4
 
+/* ---- Tunables ---------------------------------------------------------
+
+   The compile-time choices of the policies, in one place; the settings
+   that a program or the environment changes are in options.c.  */
+
+/* Free units whose pages stay resident when released (region.c), and
+   how many of them stay once they have been free for a decay period.  */
+#define KP_DIRTY_BUDGET_UNITS 64        /* 16 MiB */
+#define KP_DIRTY_KEEP_UNITS 16          /* 4 MiB */
+/* How many chunks of classes it does not allocate from a heap may take
+   over through frees (chunk.c).  Keeping such a chunk makes this
+   thread's later frees into it plain owner frees (a consumer freeing
+   what a producer filled); the bound caps what an idle thread can hold
+   on to.  */
+#define KP_FOSTER_MAX 8
+/* Regions an adoption scans before it gives up (chunk.c): adoption is
+   an optimisation, not a duty.  */
+#define KP_ADOPT_REGIONS 32
+/* The large recycle cache (cache.c): blocks in a thread's first level,
+   mappings in the shared second level, and the default cap.  */
+#define KP_L1_SLOTS 4
+#define KP_L2_SLOTS 64
+#define KP_CACHE_CAP_DEFAULT ((size_t) 128 << 20)
+/* Allocations between two look-ups of a thread's NUMA node (numa.c):
+   it may have migrated.  */
+#define KP_NUMA_RECHECK 64
+/* How long a thread waits for another thread's initialisation before
+   it makes do with the C library (init.c).  The initialisation is a
+   few system calls; the bound only matters if the initialising thread
+   is stuck behind a lock that the waiting thread holds (a fork whose
+   prepare handler allocates while another thread's pthread_atfork
+   waits for the fork).  */
+#define KP_INIT_WAIT_MS 2000
+
 /* ---- Assertions (never call malloc: they write(2) and abort) ---------- */
 
 KP_HIDDEN _Noreturn void kp_fatal (const char *file, int line,
@@ -351,8 +385,6 @@ typedef struct kp_region
   uint8_t numa_node;
   kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
 } kp_region_t;
-
-#define KP_L1_SLOTS 4
 
 /* The batch of remote frees (chunk.c): a thread's frees into chunks
    it does not own wait in a slot of its heap, one chunk per slot, and
@@ -627,7 +659,7 @@ KP_HIDDEN size_t kp_region_count (void);
 
 /* ---- Transparent-hugepage advice (policy.c) ---------------------------- */
 
-KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_THP_* value */
+KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_POOL_THP_* value */
 KP_HIDDEN bool kp_thp_policy_set (int policy);
 KP_HIDDEN size_t kp_thp_advise_region (kp_region_t *r, int policy);
 
@@ -725,7 +757,6 @@ KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
 
 /* ---- Large recycle cache (cache.c) ------------------------------------- */
 
-#define KP_CACHE_CAP_DEFAULT ((size_t) 128 << 20)
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);

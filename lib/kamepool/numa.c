@@ -46,9 +46,6 @@ static _Atomic (int) kp_numa_conf = -1;
 #define KP_NUMA_BIND 0x100
 #define KP_NUMA_SIM 0x200
 
-/* How often a thread looks up its node again: it may have migrated.  */
-#define KP_NUMA_RECHECK 64
-
 #if KP_HAVE_NUMA
 /* The highest node number in /sys/devices/system/node/online ("0",
    "0-3", "0,2-5"), plus one; 1 when the file cannot be read.  */

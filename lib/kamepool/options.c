@@ -138,17 +138,17 @@ kp_options_init (void)
 int
 kp_option_thp (void)
 {
-  int dflt = KP_HUGEPAGE_DEFAULT ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
+  int dflt = KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS : KAME_POOL_THP_SYSTEM;
   const char *v = getenv ("KAME_POOL_HUGEPAGE");
   if (v == NULL || *v == '\0')
     return dflt;
   if (strcasecmp (v, "never") == 0)
-    return KAME_THP_NEVER;
+    return KAME_POOL_THP_NEVER;
   if (strcasecmp (v, "system") == 0)
-    return KAME_THP_SYSTEM;
+    return KAME_POOL_THP_SYSTEM;
   if (strcasecmp (v, "always") == 0)
-    return KAME_THP_ALWAYS;
-  return env_flag_value (v, true) ? KAME_THP_ALWAYS : KAME_THP_SYSTEM;
+    return KAME_POOL_THP_ALWAYS;
+  return env_flag_value (v, true) ? KAME_POOL_THP_ALWAYS : KAME_POOL_THP_SYSTEM;
 }
 
 /* KAME_POOL_NUMA: "off" (-1), "on" (1), or unset or anything else for

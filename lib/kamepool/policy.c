@@ -11,7 +11,7 @@
    would make every region cost 2 MiB of memory however little it
    serves.  Linux has no call that withdraws MADV_HUGEPAGE or
    MADV_NOHUGEPAGE from a range without unmapping it, so
-   KAME_THP_SYSTEM only stops advising new regions; the others keep
+   KAME_POOL_THP_SYSTEM only stops advising new regions; the others keep
    the advice they had.  */
 
 #include <config.h>
@@ -34,8 +34,8 @@ static _Atomic (int) kp_thp_policy = -1;
 static bool
 kp_thp_valid (int policy)
 {
-  return policy == KAME_THP_SYSTEM || policy == KAME_THP_ALWAYS
-         || policy == KAME_THP_NEVER;
+  return policy == KAME_POOL_THP_SYSTEM || policy == KAME_POOL_THP_ALWAYS
+         || policy == KAME_POOL_THP_NEVER;
 }
 
 int
@@ -54,17 +54,17 @@ kp_thp_policy_now (void)
 }
 
 /* Advise the data units of R for POLICY; the bytes advised (0 for
-   KAME_THP_SYSTEM, or when the kernel refuses).  */
+   KAME_POOL_THP_SYSTEM, or when the kernel refuses).  */
 size_t
 kp_thp_advise_region (kp_region_t *r, int policy)
 {
 #if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
-  if (policy == KAME_THP_SYSTEM)
+  if (policy == KAME_POOL_THP_SYSTEM)
     return 0;
   int saved = errno;
   size_t len = KP_REGION_SIZE - KP_UNIT_SIZE;
   int rc = madvise ((char *) r + KP_UNIT_SIZE, len,
-                    policy == KAME_THP_ALWAYS ? MADV_HUGEPAGE
+                    policy == KAME_POOL_THP_ALWAYS ? MADV_HUGEPAGE
                                               : MADV_NOHUGEPAGE);
   errno = saved;
   return rc == 0 ? len : 0;
@@ -76,7 +76,7 @@ kp_thp_advise_region (kp_region_t *r, int policy)
 }
 
 /* Make POLICY the policy of the regions created from now on; false
-   when it is not a KAME_THP_* value.  The caller then advises the
+   when it is not a KAME_POOL_THP_* value.  The caller then advises the
    regions that exist (kame_pool_set_thp_policy, api.c).  */
 bool
 kp_thp_policy_set (int policy)

@@ -50,8 +50,6 @@ static _Atomic (size_t) kp_nregions;
    ones that stay free for a whole decay period go back too, down to
    KP_DIRTY_KEEP_UNITS (kp_units_decay).  Relaxed: an approximate count
    is enough for a budget.  */
-#define KP_DIRTY_BUDGET_UNITS 64        /* 16 MiB */
-#define KP_DIRTY_KEEP_UNITS 16          /* 4 MiB */
 static _Atomic (size_t) kp_dirty_count;
 
 size_t

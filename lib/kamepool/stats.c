@@ -192,8 +192,8 @@ kp_print_stats (void)
             s.dedicated_chunk_bytes >> 10, s.large_alloc_count,
             s.large_alloc_bytes >> 10, s.cache_bytes >> 10,
             KP_TLS_MODEL_NAME,
-            kp_thp_policy_now () == KAME_THP_ALWAYS ? "on"
-            : kp_thp_policy_now () == KAME_THP_NEVER ? "never" : "off");
+            kp_thp_policy_now () == KAME_POOL_THP_ALWAYS ? "on"
+            : kp_thp_policy_now () == KAME_POOL_THP_NEVER ? "never" : "off");
   kp_os_write_stderr (buf);
   snprintf (buf, sizeof buf,
             "kamepool: small blocks: %zu KiB live in %zu KiB resident "

@@ -13,7 +13,7 @@
 
 KT_TEST (thp_env_never_forbids)
 {
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_NEVER);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_NEVER);
   char *p = kame_pool_malloc ((size_t) 4 << 20);
   KT_CHECK (p != NULL);
   memset (p, 1, (size_t) 4 << 20);

@@ -14,7 +14,7 @@
 
 KT_TEST (thp_env_0_no_advice)
 {
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_SYSTEM);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_SYSTEM);
   char *p = kame_pool_malloc ((size_t) 4 << 20);
   KT_CHECK (p != NULL);
   memset (p, 1, (size_t) 4 << 20);

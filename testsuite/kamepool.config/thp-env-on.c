@@ -14,7 +14,7 @@
 
 KT_TEST (thp_env_1_advises)
 {
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_ALWAYS);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_ALWAYS);
   char *p = kame_pool_malloc ((size_t) 4 << 20);
   KT_CHECK (p != NULL);
   memset (p, 1, (size_t) 4 << 20);

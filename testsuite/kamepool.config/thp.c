@@ -66,7 +66,7 @@ process_anon_huge_kb (void)
 KT_TEST (thp_default_from_configure)
 {
   KT_CHECK_EQ (kame_pool_get_thp_policy (),
-               KP_HUGEPAGE_DEFAULT ? KAME_THP_ALWAYS : KAME_THP_SYSTEM);
+               KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS : KAME_POOL_THP_SYSTEM);
 }
 
 KT_TEST (thp_bad_policy_einval)
@@ -85,8 +85,8 @@ KT_TEST (thp_always_hg_and_hugepages)
 {
   char mode[32];
   NEED_THP (mode);
-  kame_pool_set_thp_policy (KAME_THP_ALWAYS);
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_ALWAYS);
+  kame_pool_set_thp_policy (KAME_POOL_THP_ALWAYS);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_ALWAYS);
   KT_CHECK (fill ());
   unsigned long huge = 0;
   for (int i = 0; i < NBIG; i++)
@@ -106,7 +106,7 @@ KT_TEST (thp_always_hg_and_hugepages)
 
 KT_TEST (thp_metadata_never_advised)
 {
-  kame_pool_set_thp_policy (KAME_THP_ALWAYS);
+  kame_pool_set_thp_policy (KAME_POOL_THP_ALWAYS);
   void *p = kame_pool_malloc (64);
   KT_CHECK (p != NULL);
   struct kpc_vma v;
@@ -123,8 +123,8 @@ KT_TEST (thp_never_nh_no_hugepages)
 {
   char mode[32];
   NEED_THP (mode);
-  kame_pool_set_thp_policy (KAME_THP_NEVER);
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_NEVER);
+  kame_pool_set_thp_policy (KAME_POOL_THP_NEVER);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_NEVER);
   /* Huge pages made before the call stay (the kernel does not split
      them on MADV_NOHUGEPAGE), and the re-advised region's mapping may
      merge with the new ones: so what is checked is that the new blocks
@@ -147,13 +147,13 @@ KT_TEST (thp_never_nh_no_hugepages)
     KT_FAILF ("AnonHugePages went from %ld to %ld kB", before, after);
 }
 
-/* KAME_THP_SYSTEM gives new regions no advice: in the kernel's
+/* KAME_POOL_THP_SYSTEM gives new regions no advice: in the kernel's
    "madvise" mode they get no huge page.  */
 KT_TEST (thp_system_no_advice)
 {
   char mode[32];
   NEED_THP (mode);
-  kame_pool_set_thp_policy (KAME_THP_SYSTEM);
+  kame_pool_set_thp_policy (KAME_POOL_THP_SYSTEM);
   KT_CHECK (fill ());
   /* The last block is in a region mapped after the call.  */
   struct kpc_vma v;
@@ -168,24 +168,24 @@ KT_TEST (thp_system_no_advice)
    the bytes it advised: 127 units of each.  */
 KT_TEST (thp_set_readvises_existing)
 {
-  kame_pool_set_thp_policy (KAME_THP_SYSTEM);
+  kame_pool_set_thp_policy (KAME_POOL_THP_SYSTEM);
   KT_CHECK (fill ());
   size_t regions = kame_pool_reserved_bytes () / REGION;
   KT_CHECK (regions >= 2);
-  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_ALWAYS),
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_POOL_THP_ALWAYS),
                regions * (REGION - UNIT));
   struct kpc_vma v;
   KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
   KT_CHECK (kpc_has_flag (&v, "hg"));
-  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_NEVER),
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_POOL_THP_NEVER),
                regions * (REGION - UNIT));
   KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
   KT_CHECK (kpc_has_flag (&v, "nh") && !kpc_has_flag (&v, "hg"));
   /* No call withdraws advice: SYSTEM leaves existing regions alone.  */
-  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_THP_SYSTEM), 0);
+  KT_CHECK_EQ (kame_pool_set_thp_policy (KAME_POOL_THP_SYSTEM), 0);
   KT_CHECK (kpc_vma_of (big[NBIG - 1], &v));
   KT_CHECK (kpc_has_flag (&v, "nh"));
-  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_THP_SYSTEM);
+  KT_CHECK_EQ (kame_pool_get_thp_policy (), KAME_POOL_THP_SYSTEM);
 }
 
 KT_MAIN (KT_CASE (thp_default_from_configure),

@@ -499,10 +499,7 @@ kp_cache_note_alloc (size_t bytes)
   kp_heap_t *h = kp_cache_heap ();
   if (h == NULL)
     return;
-  atomic_store_explicit (&h->large_allocated,
-                         atomic_load_explicit (&h->large_allocated,
-                                               memory_order_relaxed) + bytes,
-                         memory_order_relaxed);
+  kp_owner_add (&h->large_allocated, bytes);
   h->free_streak = 0;
   kp_l1_room_update (h);
 }

@@ -330,10 +330,7 @@ kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n)
 {
   if (kp_likely (kp_heap_live (h)))
     {
-      _Atomic (size_t) *ctr = in ? &h->remote_in[cls] : &h->remote_out[cls];
-      atomic_store_explicit (ctr, atomic_load_explicit
-                             (ctr, memory_order_relaxed) + n,
-                             memory_order_relaxed);
+      kp_owner_add (in ? &h->remote_in[cls] : &h->remote_out[cls], n);
     }
   else
     atomic_fetch_add_explicit (in ? &kp_remote_in_nobody[cls]
@@ -742,10 +739,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
       kp_block_mark_free (b);
       s->head = b;
       /* kp_remote_count, for a live heap.  */
-      _Atomic (size_t) *out = &h->remote_out[s->cls];
-      atomic_store_explicit (out, atomic_load_explicit
-                             (out, memory_order_relaxed) + 1,
-                             memory_order_relaxed);
+      kp_owner_add (&h->remote_out[s->cls], 1);
       if (kp_unlikely (++s->count >= s->limit))
         kp_rbatch_flush (h, s);
       return;

@@ -341,12 +341,8 @@ kp_heap_decay_active (kp_heap_t *h, unsigned cls)
 static void
 kp_heap_count_purges (kp_heap_t *h, size_t calls, size_t pages)
 {
-  atomic_store_explicit (&h->purge_calls, atomic_load_explicit
-                         (&h->purge_calls, memory_order_relaxed) + calls,
-                         memory_order_relaxed);
-  atomic_store_explicit (&h->purge_pages, atomic_load_explicit
-                         (&h->purge_pages, memory_order_relaxed) + pages,
-                         memory_order_relaxed);
+  kp_owner_add (&h->purge_calls, calls);
+  kp_owner_add (&h->purge_pages, pages);
 }
 
 /* One decay pass over H's lists, at time NOW with delay DELAY.  */

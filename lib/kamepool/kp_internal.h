@@ -129,6 +129,17 @@
    waits for the fork).  */
 #define KP_INIT_WAIT_MS 2000
 
+/* ---- Owner-only counters -----------------------------------------------
+
+   A statistic of a heap record that only the heap's thread adds to, and
+   that kame_pool_get_stats and the cache's streak read from any thread:
+   the owner's relaxed load and store, no read-modify-write (nobody else
+   writes it), and the readers' relaxed loads see some recent value.  */
+#define kp_owner_add(ctr, n)                                            \
+  atomic_store_explicit ((ctr), atomic_load_explicit ((ctr),            \
+                                                      memory_order_relaxed) \
+                         + (n), memory_order_relaxed)
+
 /* ---- Assertions (never call malloc: they write(2) and abort) ---------- */
 
 KP_HIDDEN _Noreturn void kp_fatal (const char *file, int line,

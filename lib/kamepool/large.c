@@ -54,14 +54,8 @@ kp_large_stat (size_t count, size_t bytes)
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (kp_heap_live (h)))
     {
-      atomic_store_explicit (&h->large_count,
-                             atomic_load_explicit (&h->large_count,
-                                                   memory_order_relaxed)
-                             + count, memory_order_relaxed);
-      atomic_store_explicit (&h->large_bytes,
-                             atomic_load_explicit (&h->large_bytes,
-                                                   memory_order_relaxed)
-                             + bytes, memory_order_relaxed);
+      kp_owner_add (&h->large_count, count);
+      kp_owner_add (&h->large_bytes, bytes);
       return;
     }
   atomic_fetch_add_explicit (&kp_stat_large_count, count,

@@ -45,18 +45,15 @@ kp_divmagic (size_t size)
    free list is always empty, so the fast path falls into the refill.  */
 kp_chunk_t kp_empty_chunk;
 
+/* Set up C, whose UNITS units the caller has just claimed, as a chunk
+   of KIND (class CLS, blocks of SIZE bytes) owned by H (NULL: none):
+   the fields that every chunk starts with, KIND last.  The caller has
+   set the fields of its kind's own (used, capacity, bump, limit).  */
 void
-kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
-                     kp_heap_t *h)
+kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
+                unsigned units, uint32_t size, kp_heap_t *h)
 {
-  uint32_t size = kp_class_size[cls];
-  char *data = kp_chunk_data (c);
   c->free = NULL;
-  c->used = 0;
-  c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
-  c->divmagic = kp_divmagic (size);
-  c->bump = data;
-  c->limit = data + (size_t) c->capacity * size;
   c->next = c->prev = NULL;
   c->fostered = false;
   c->active = false;
@@ -72,7 +69,21 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
   atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
   atomic_store_explicit (&c->owner, h, memory_order_relaxed);
-  atomic_store_explicit (&c->kind, KP_KIND_SMALL, memory_order_relaxed);
+  atomic_store_explicit (&c->kind, kind, memory_order_relaxed);
+}
+
+void
+kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
+                     kp_heap_t *h)
+{
+  uint32_t size = kp_class_size[cls];
+  char *data = kp_chunk_data (c);
+  c->used = 0;
+  c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
+  c->divmagic = kp_divmagic (size);
+  c->bump = data;
+  c->limit = data + (size_t) c->capacity * size;
+  kp_chunk_setup (c, KP_KIND_SMALL, cls, units, size, h);
 }
 
 bool
@@ -466,25 +477,34 @@ kp_hint_take (kp_chunk_t *c)
                                      memory_order_acquire) & bit) != 0;
 }
 
+/* Clear the OWNED bit of C, which the caller holds and whose owner it
+   has set to NULL, with the release CAS that publishes C's state to the
+   next owner; false when remote frees arrived meanwhile (the caller
+   still holds C).  A chunk with room is then advertised to adopters; a
+   full one waits for the first free into it, which takes it over.  */
+static bool
+kp_chunk_let_go (kp_chunk_t *c)
+{
+  bool space = kp_chunk_has_space (c);
+  uintptr_t expected = KP_TF_OWNED;
+  if (!atomic_compare_exchange_strong_explicit (&c->xthread_free, &expected,
+                                                0, memory_order_release,
+                                                memory_order_relaxed))
+    return false;
+  if (space)
+    kp_hint_set (c);
+  return true;
+}
+
 /* Give up ownership of C, which H owns.  True when C is abandoned;
    false when remote frees arrived first: H then still owns C and has
    collected them.  */
 bool
 kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h)
 {
-  bool space = kp_chunk_has_space (c);
   atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
-  uintptr_t expected = KP_TF_OWNED;
-  if (atomic_compare_exchange_strong_explicit (&c->xthread_free, &expected, 0,
-                                               memory_order_release,
-                                               memory_order_relaxed))
-    {
-      /* A chunk with room is advertised to adopters; a full one waits
-         for the first free into it, which takes it over.  */
-      if (space)
-        kp_hint_set (c);
-      return true;
-    }
+  if (kp_chunk_let_go (c))
+    return true;
   atomic_store_explicit (&c->owner, h, memory_order_relaxed);
   kp_chunk_collect (c);
   return false;
@@ -546,17 +566,8 @@ kp_abandoned_collect (kp_chunk_t *c)
               return;
             }
         }
-      bool space = kp_chunk_has_space (c);
-      uintptr_t expected = KP_TF_OWNED;
-      if (atomic_compare_exchange_strong_explicit (&c->xthread_free,
-                                                   &expected, 0,
-                                                   memory_order_release,
-                                                   memory_order_relaxed))
-        {
-          if (space)
-            kp_hint_set (c);
-          return;
-        }
+      if (kp_chunk_let_go (c))
+        return;
       /* More frees arrived while we held it: take them too.  */
     }
 }

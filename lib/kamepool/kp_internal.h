@@ -338,8 +338,8 @@ typedef struct kp_chunk
      acquire exchange; giving up ownership is a release CAS.  */
   _Alignas (64) _Atomic (uintptr_t) xthread_free;
   /* Written relaxed by whoever holds the chunk exclusively: the claim
-     winner after its CAS (kp_chunk_init_small in chunk.c, the dedicated
-     set-up in large.c), the cache when it takes in or hands out a
+     winner after its CAS (kp_chunk_setup in chunk.c, for a small chunk
+     and for a dedicated one), the cache when it takes in or hands out a
      dedicated chunk (KIND CACHED and back, cache.c), the growth and
      trim of a dedicated chunk (UNITS, region.c and large.c), and the
      release before the claim bits are cleared (KIND NONE, region.c).
@@ -704,6 +704,9 @@ KP_HIDDEN void kp_free_owned_check (kp_chunk_t *c, kp_block_t *b,
                                     uintptr_t off);
 /* Whether OFF, an offset into small chunk C, starts a block.  */
 KP_HIDDEN bool kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off);
+KP_HIDDEN void kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind,
+                               unsigned cls, unsigned units, uint32_t size,
+                               kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_list_ok (const kp_chunk_t *c);
 
 /* C, owned by the caller, can hand out a block: from its free list, by

@@ -98,22 +98,11 @@ kp_dedicated_alloc (size_t n)
   c = kp_units_claim_retry (units, true);
   if (c == NULL)
     return NULL;
-  c->free = NULL;
   c->used = 1;
   c->capacity = 1;
   c->bump = c->limit = NULL;
-  c->next = c->prev = NULL;
-  c->fostered = false;
-  c->active = false;
-  c->full = false;
-  c->orig_heap = NULL;
-  atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
-                         memory_order_relaxed);
-  atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
-  atomic_store_explicit (&c->cls, 0, memory_order_relaxed);
-  atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
-  atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
-  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
+  kp_chunk_setup (c, KP_KIND_DEDICATED, 0, units,
+                  (uint32_t) units << KP_UNIT_SHIFT, NULL);
   return kp_chunk_data (c);
 }
 

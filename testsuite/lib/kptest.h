@@ -44,7 +44,7 @@ static int kt_failed;
 #define KT_TEST(name) static void name (void)
 #define KT_CASE(name) { #name, name }
 
-static void
+static __attribute__ ((__unused__)) void
 kt_report_failure (const char *file, int line, const char *what)
 {
   if (!kt_failed)

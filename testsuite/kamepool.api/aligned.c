@@ -17,7 +17,6 @@
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
-#define PAGE ((size_t) 4096)
 
 enum tier { SMALL, DEDICATED, LARGE };
 
@@ -44,7 +43,7 @@ expected_block (size_t a, size_t n, size_t *usable)
     }
   /* Even a zero-byte block owns a byte of its mapping: a pointer at
      the mapping's end would be nobody's.  */
-  *usable = (n == 0 ? PAGE : (n + PAGE - 1) / PAGE * PAGE);
+  *usable = (n == 0 ? KT_PAGE : (n + KT_PAGE - 1) / KT_PAGE * KT_PAGE);
   return LARGE;
 }
 
@@ -242,7 +241,7 @@ KT_TEST (aligned_alloc_near_size_max_fails_with_enomem)
     {
       size_t a = aligns[i];
       const size_t sizes[] = { size_max, size_max - a + 1, size_max - a,
-                               size_max - PAGE, size_max - 32 * MIB,
+                               size_max - KT_PAGE, size_max - 32 * MIB,
                                ptrdiff_max + 1, (size_t) 1 << 50 };
       for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         {

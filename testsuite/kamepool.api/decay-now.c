@@ -18,7 +18,6 @@
 
 #define NBLK 8192               /* 32 one-unit chunks of 1 KiB blocks */
 #define SIZE ((size_t) 1024)
-#define PAGE ((uintptr_t) 4096)
 
 static char *blk[NBLK];
 static bool live[NBLK];
@@ -27,17 +26,17 @@ static bool
 kt_resident (uintptr_t page)
 {
   unsigned char v = 0;
-  if (mincore ((void *) page, PAGE, &v) != 0)
+  if (mincore ((void *) page, KT_PAGE, &v) != 0)
     return true;                /* not mapped: cannot say; fail below */
   return v & 1;
 }
 
-/* No live block overlaps PAGE.  */
+/* No live block overlaps the page at PAGE.  */
 static bool
 kt_page_free (uintptr_t page)
 {
   for (size_t i = 0; i < NBLK; i++)
-    if (live[i] && (uintptr_t) blk[i] < page + PAGE
+    if (live[i] && (uintptr_t) blk[i] < page + KT_PAGE
         && (uintptr_t) blk[i] + SIZE > page)
       return false;
   return true;
@@ -87,8 +86,8 @@ kt_half_free (void *arg)
   size_t np = 0;
   for (size_t i = 0; i < NBLK; i++)
     {
-      uintptr_t a = (uintptr_t) blk[i] & ~(PAGE - 1);
-      uintptr_t b = ((uintptr_t) blk[i] + SIZE - 1) & ~(PAGE - 1);
+      uintptr_t a = (uintptr_t) blk[i] & ~(KT_PAGE - 1);
+      uintptr_t b = ((uintptr_t) blk[i] + SIZE - 1) & ~(KT_PAGE - 1);
       pages[np++] = a;
       if (b != a)
         pages[np++] = b;
@@ -127,12 +126,12 @@ kt_half_free (void *arg)
   size_t free1 = s1.classes[k].free_blocks - before.free_blocks;
   size_t res1 = s1.classes[k].resident_bytes - before.resident_bytes;
   if (live1 != nlive || free1 != NBLK - nlive
-      || res1 > (size_t) (NBLK * SIZE) - nfree * PAGE)
+      || res1 > (size_t) (NBLK * SIZE) - nfree * KT_PAGE)
     {
       snprintf (msg, sizeof msg, "1 KiB class: %zu live (want %zu), %zu free "
                 "(want %zu), %zu resident (at most %zu)", live1, nlive,
                 free1, NBLK - nlive, res1,
-                (size_t) (NBLK * SIZE) - nfree * PAGE);
+                (size_t) (NBLK * SIZE) - nfree * KT_PAGE);
       return msg;
     }
 

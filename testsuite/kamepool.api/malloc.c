@@ -19,7 +19,6 @@
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
 #define REGION (32 * MIB)
-#define PAGE ((size_t) 4096)
 
 
 /* The usable size the contract promises for kame_pool_malloc (N).  */
@@ -34,9 +33,10 @@ expected_usable (size_t n)
     }
   if (n <= 4 * MIB)
     return (n + UNIT - 1) / UNIT * UNIT;
-  /* A mapping of its own, the block at offset 4096: the mapping is
-     n + 4096 rounded to pages, so the capacity is n rounded to pages.  */
-  return (n + PAGE - 1) / PAGE * PAGE;
+  /* A mapping of its own, the block one page into it: the mapping is
+     n + a page rounded to pages, so the capacity is n rounded to
+     pages.  */
+  return (n + KT_PAGE - 1) / KT_PAGE * KT_PAGE;
 }
 
 
@@ -171,11 +171,11 @@ KT_TEST (dedicated_sizes_are_whole_units_and_unit_aligned)
     }
 }
 
-KT_TEST (large_sizes_are_page_rounded_at_offset_4096_of_a_mapping)
+KT_TEST (large_sizes_are_page_rounded_one_page_into_a_mapping)
 {
-  static const size_t sizes[] = {
-    4 * MIB + 1, 5 * MIB, 5 * MIB + 4095, 5 * MIB + 4097, 33 * MIB,
-    64 * MIB + 123
+  const size_t sizes[] = {
+    4 * MIB + 1, 5 * MIB, 5 * MIB + KT_PAGE - 1, 5 * MIB + KT_PAGE + 1,
+    33 * MIB, 64 * MIB + 123
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
@@ -185,7 +185,7 @@ KT_TEST (large_sizes_are_page_rounded_at_offset_4096_of_a_mapping)
       if (u != expected_usable (sizes[i]))
         KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
                   sizes[i], u, expected_usable (sizes[i]));
-      KT_CHECK_EQ ((uintptr_t) p % REGION, PAGE);
+      KT_CHECK_EQ ((uintptr_t) p % REGION, KT_PAGE);
       p[0] = 1;
       p[u - 1] = 2;
       kame_pool_free (p);
@@ -233,7 +233,7 @@ KT_TEST (successful_calls_leave_errno_unchanged)
 KT_TEST (huge_sizes_fail_with_enomem)
 {
   const size_t sizes[] = {
-    size_max, size_max - 1, size_max - PAGE, size_max - 32768,
+    size_max, size_max - 1, size_max - KT_PAGE, size_max - 32768,
     ptrdiff_max + 1, ptrdiff_max,
     /* Within PTRDIFF_MAX but beyond any address space: the OS refuses.  */
     (size_t) 1 << 50, (size_t) 1 << 47
@@ -378,10 +378,10 @@ KT_TEST (realloc_shrink_stays_in_place)
 
 KT_TEST (realloc_grow_within_usable_stays_in_place)
 {
-  static const size_t pairs[][2] = {
+  const size_t pairs[][2] = {
     { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20480 },
     { 100 * KIB, 104448 }, { 33 * KIB, 34816 }, { 300 * KIB, 2 * UNIT },
-    { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + PAGE }
+    { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + KT_PAGE }
   };
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
     {
@@ -544,7 +544,7 @@ KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (every_size_is_16_byte_aligned_with_its_class_usable_size),
          KT_CASE (usable_size_at_every_class_boundary),
          KT_CASE (dedicated_sizes_are_whole_units_and_unit_aligned),
-         KT_CASE (large_sizes_are_page_rounded_at_offset_4096_of_a_mapping),
+         KT_CASE (large_sizes_are_page_rounded_one_page_into_a_mapping),
          KT_CASE (successful_calls_leave_errno_unchanged),
          KT_CASE (huge_sizes_fail_with_enomem),
          KT_CASE (calloc_zeroes_reused_dirty_blocks),

@@ -19,7 +19,6 @@
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
 #define REGION (32 * MIB)
-#define PAGE ((size_t) 4096)
 
 /* A field the library must not have written.  */
 #define UNTOUCHED ((size_t) 0xabababababababab)
@@ -181,9 +180,9 @@ KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
     {
       p[i] = kame_pool_malloc (sizes[i]);
       KT_CHECK (p[i] != NULL);
-      /* The mapping: the block, rounded to pages, after the 4096-byte
-         header page.  */
-      mapped += (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
+      /* The mapping: the block, rounded to pages, after the header
+         page.  */
+      mapped += (sizes[i] + KT_PAGE - 1) / KT_PAGE * KT_PAGE + KT_PAGE;
       kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, i + 1);
       KT_CHECK_EQ (s.large_alloc_bytes - before.large_alloc_bytes, mapped);
@@ -192,7 +191,7 @@ KT_TEST (a_large_block_steps_the_mapping_count_and_bytes)
     }
   for (size_t i = 0; i < 4; i++)
     {
-      mapped -= (sizes[i] + PAGE - 1) / PAGE * PAGE + PAGE;
+      mapped -= (sizes[i] + KT_PAGE - 1) / KT_PAGE * KT_PAGE + KT_PAGE;
       kame_pool_free (p[i]);
       kame_pool_stats_t s = kt_pool_stats ();
       KT_CHECK_EQ (s.large_alloc_count - before.large_alloc_count, 3 - i);
@@ -370,7 +369,7 @@ KT_TEST (stats_break_down_a_class_exactly)
   size_t k = kt_pool_class (&s0, BD_SIZE);
   KT_CHECK (k != SIZE_MAX);
   KT_CHECK_EQ (s0.classes[k].chunks, 0);
-  const size_t resident = (BD_N * BD_SIZE + PAGE - 1) / PAGE * PAGE;
+  const size_t resident = (BD_N * BD_SIZE + KT_PAGE - 1) / KT_PAGE * KT_PAGE;
   KT_CHECK (pthread_barrier_init (&bd_bar, NULL, 2) == 0);
   pthread_t t;
   KT_CHECK (pthread_create (&t, NULL, kt_breakdown_owner, NULL) == 0);

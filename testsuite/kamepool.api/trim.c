@@ -19,7 +19,6 @@
 #include "kptest.h"
 #include "kptest-pool.h"
 
-#define PAGE ((uintptr_t) 4096)
 
 /* The distinct pages that the N blocks of SIZE bytes at BLK touch, in
    PAGES (room for 2 N), sorted; their number.  */
@@ -28,8 +27,8 @@ kt_pages_of (char *const *blk, size_t n, size_t size, uintptr_t *pages)
 {
   size_t np = 0;
   for (size_t i = 0; i < n; i++)
-    for (uintptr_t p = (uintptr_t) blk[i] & ~(PAGE - 1);
-         p < (uintptr_t) blk[i] + size; p += PAGE)
+    for (uintptr_t p = (uintptr_t) blk[i] & ~(KT_PAGE - 1);
+         p < (uintptr_t) blk[i] + size; p += KT_PAGE)
       pages[np++] = p;
   qsort (pages, np, sizeof *pages, kt_cmp_uintptr);
   size_t out = 0;
@@ -48,7 +47,7 @@ kt_resident (const uintptr_t *pages, size_t np)
   for (size_t i = 0; i < np; i++)
     {
       unsigned char v = 0;
-      if (mincore ((void *) pages[i], PAGE, &v) != 0)
+      if (mincore ((void *) pages[i], KT_PAGE, &v) != 0)
         return SIZE_MAX;
       n += v & 1;
     }
@@ -106,8 +105,8 @@ kt_trim_after_free (void *arg)
      chunk of the class ends in: only pages wholly below it can go, and
      the active chunk stays with its thread.  (That page may hold none
      of the blocks: the chunk links a page's blocks at a time.)  */
-  if (k == SIZE_MAX || trimmed > 1 || s1.classes[k].resident_bytes > PAGE
-      || trimmed * PAGE > s1.classes[k].resident_bytes)
+  if (k == SIZE_MAX || trimmed > 1 || s1.classes[k].resident_bytes > KT_PAGE
+      || trimmed * KT_PAGE > s1.classes[k].resident_bytes)
     {
       snprintf (msg, sizeof msg, "after the trim %zu pages of the blocks "
                 "are resident, the class counts %zu bytes", trimmed,
@@ -168,9 +167,9 @@ kt_trim_pad (void *arg)
   kame_pool_stats_t s1 = kt_pool_stats ();
   if (s1.cache_bytes != s0.cache_bytes + BIG)
     return "the freed block is not cached";
-  uintptr_t pg[BIG / PAGE];
-  for (size_t i = 0; i < BIG / PAGE; i++)
-    pg[i] = (uintptr_t) p + i * PAGE;
+  uintptr_t pg[BIG / KT_PAGE];
+  for (size_t i = 0; i < BIG / KT_PAGE; i++)
+    pg[i] = (uintptr_t) p + i * KT_PAGE;
 
   /* PAD covers the cache and the free resident units: nothing goes.  */
   size_t keep = s1.cache_bytes + s1.dirty_bytes;
@@ -178,7 +177,7 @@ kt_trim_pad (void *arg)
   kame_pool_stats_t s2 = kt_pool_stats ();
   if (r != 0 || s2.cache_bytes != s1.cache_bytes
       || s2.dirty_bytes != s1.dirty_bytes
-      || kt_resident (pg, BIG / PAGE) != BIG / PAGE)
+      || kt_resident (pg, BIG / KT_PAGE) != BIG / KT_PAGE)
     {
       snprintf (msg, sizeof msg, "kame_pool_trim (%zu) returned %d; cache "
                 "%zu -> %zu, free units %zu -> %zu bytes", keep, r,
@@ -195,7 +194,7 @@ kt_trim_pad (void *arg)
      joins the free resident units, which do not fit either.  */
   r = kame_pool_trim (keep - 1);
   kame_pool_stats_t s3 = kt_pool_stats ();
-  size_t res = kt_resident (pg, BIG / PAGE);
+  size_t res = kt_resident (pg, BIG / KT_PAGE);
   if (r != 1 || s3.cache_bytes != 0 || s3.dirty_bytes != 0 || res != 0)
     {
       snprintf (msg, sizeof msg, "kame_pool_trim (%zu) returned %d; cache "

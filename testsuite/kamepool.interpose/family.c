@@ -22,6 +22,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 extern void *__libc_malloc (size_t);
 extern void *__libc_calloc (size_t, size_t);
@@ -53,7 +54,7 @@ KT_TEST (malloc_family_is_served_by_the_pool)
 {
   static const size_t sizes[] = { 0, 1, 100, 4096, 40000, 3 << 20,
                                   6 << 20 };
-  long page = sysconf (_SC_PAGESIZE);
+  size_t page = KT_PAGE;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     {
       size_t n = sizes[i];
@@ -83,13 +84,13 @@ KT_TEST (malloc_family_is_served_by_the_pool)
       free (p);
       p = valloc (n);
       KT_CHECK (pool_block (p, n));
-      KT_CHECK_EQ ((uintptr_t) p % (uintptr_t) page, 0);
+      KT_CHECK_EQ ((uintptr_t) p % page, 0);
       free (p);
       p = pvalloc (n);
       /* pvalloc rounds the size up to whole pages.  */
-      size_t whole = (n + (size_t) page - 1) / (size_t) page * (size_t) page;
+      size_t whole = (n + page - 1) / page * page;
       KT_CHECK (pool_block (p, whole));
-      KT_CHECK_EQ ((uintptr_t) p % (uintptr_t) page, 0);
+      KT_CHECK_EQ ((uintptr_t) p % page, 0);
       free (p);
     }
 }

@@ -31,16 +31,9 @@
 #include "kptest.h"
 #include "kptest-pool.h"
 
-#define PAGE ((uintptr_t) 4096)
 #define UNIT ((size_t) 256 << 10)
 
 static char msg[512];
-
-static size_t
-page_size (void)
-{
-  return (size_t) sysconf (_SC_PAGESIZE);
-}
 
 /* ---- malloc_trim ------------------------------------------------------ */
 
@@ -55,12 +48,12 @@ static size_t
 resident (uintptr_t lo, uintptr_t hi)
 {
   size_t n = 0;
-  for (uintptr_t p = lo; p < hi; p += 256 * PAGE)
+  for (uintptr_t p = lo; p < hi; p += 256 * KT_PAGE)
     {
-      size_t len = hi - p < 256 * PAGE ? hi - p : 256 * PAGE;
+      size_t len = hi - p < 256 * KT_PAGE ? hi - p : 256 * KT_PAGE;
       if (mincore ((void *) p, len, vec) != 0)
         return SIZE_MAX;
-      for (size_t i = 0; i < len / PAGE; i++)
+      for (size_t i = 0; i < len / KT_PAGE; i++)
         n += vec[i] & 1;
     }
   return n;
@@ -74,16 +67,16 @@ static size_t
 blocks_resident (void)
 {
   size_t n = 0;
-  uintptr_t lo = (uintptr_t) blk[0] & ~(PAGE - 1), hi = 0;
+  uintptr_t lo = (uintptr_t) blk[0] & ~(KT_PAGE - 1), hi = 0;
   for (size_t i = 0; i < NBLK; i++)
     {
       uintptr_t b = (uintptr_t) blk[i];
       if (i > 0 && b != (uintptr_t) blk[i - 1] + 208)
         {
           n += resident (lo, hi);
-          lo = b & ~(PAGE - 1);
+          lo = b & ~(KT_PAGE - 1);
         }
-      hi = (b + SIZE + PAGE - 1) & ~(PAGE - 1);
+      hi = (b + SIZE + KT_PAGE - 1) & ~(KT_PAGE - 1);
     }
   return n + resident (lo, hi);
 }
@@ -203,7 +196,7 @@ counting_thread (void *arg)
     }
 
   /* One mapping: 8 MiB and the header page.  */
-  size_t map = ((size_t) 8 << 20) + page_size ();
+  size_t map = ((size_t) 8 << 20) + KT_PAGE;
   char *big = malloc ((size_t) 8 << 20);
   if (big == NULL)
     return "malloc (8 MiB) failed";

@@ -19,6 +19,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 
 static bool
 good (void *p, size_t a, size_t n, const char *how)
@@ -69,10 +70,10 @@ KT_TEST (large_aligned_sweep)
         }
     }
   void *p = valloc ((size_t) 5 << 20);
-  KT_CHECK (good (p, 4096, (size_t) 5 << 20, "valloc"));
+  KT_CHECK (good (p, KT_PAGE, (size_t) 5 << 20, "valloc"));
   free (p);
   p = pvalloc (300000);
-  KT_CHECK (good (p, 4096, 300000, "pvalloc"));
+  KT_CHECK (good (p, KT_PAGE, 300000, "pvalloc"));
   free (p);
   /* Bad alignments.  */
   errno = 0;

@@ -205,8 +205,8 @@ KT_TEST (large_no_over_serving)
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   void *h = kame_pool_malloc (64 * MiB);
   KT_CHECK (h != NULL);
-  size_t huge_map = kame_pool_malloc_usable_size (h) + 4096;
-  KT_CHECK_EQ (huge_map, 64 * MiB + 4096);
+  size_t huge_map = kame_pool_malloc_usable_size (h) + KT_PAGE;
+  KT_CHECK_EQ (huge_map, 64 * MiB + KT_PAGE);
   kame_pool_free (h);
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, huge_map);
   KT_CHECK_EQ (kt_pool_stats ().large_alloc_count, 0);
@@ -239,11 +239,11 @@ KT_TEST (large_no_over_serving)
   KT_CHECK (b != NULL);
   kame_pool_free (b);
   kame_pool_stats_t before = kt_pool_stats ();
-  KT_CHECK_EQ (before.cache_bytes, 30 * MiB + 4096);
+  KT_CHECK_EQ (before.cache_bytes, 30 * MiB + KT_PAGE);
   void *s = kame_pool_malloc (5 * MiB);
   KT_CHECK_PTR_EQ (s, b);
-  size_t map = kame_pool_malloc_usable_size (s) + 4096;
-  KT_CHECK_EQ (map, 30 * MiB + 4096);
+  size_t map = kame_pool_malloc_usable_size (s) + KT_PAGE;
+  KT_CHECK_EQ (map, 30 * MiB + KT_PAGE);
   kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.large_alloc_bytes, before.large_alloc_bytes + map);
   KT_CHECK_EQ (after.cache_bytes, 0);
@@ -291,7 +291,7 @@ KT_TEST (large_stats_step)
   KT_CHECK_EQ (s3.cache_bytes, s0.cache_bytes);
 
   void *m = kame_pool_malloc (5 * MiB);
-  size_t map = kame_pool_malloc_usable_size (m) + 4096;
+  size_t map = kame_pool_malloc_usable_size (m) + KT_PAGE;
   kame_pool_stats_t s4 = kt_pool_stats ();
   KT_CHECK_EQ (s4.large_alloc_count, s3.large_alloc_count + 1);
   KT_CHECK_EQ (s4.large_alloc_bytes, s3.large_alloc_bytes + map);
@@ -330,7 +330,7 @@ KT_TEST (large_cache_cap)
   for (int i = 0; i < 6; i++)
     kame_pool_free (p[i]);
   size_t full = kt_pool_stats ().cache_bytes;
-  KT_CHECK_EQ (full, 2 * 4 * MiB + 2 * (6 * MiB + 4096));
+  KT_CHECK_EQ (full, 2 * 4 * MiB + 2 * (6 * MiB + KT_PAGE));
   for (int i = 5; i >= 0; i--)
     {
       void *q = kame_pool_malloc (i < 4 ? 4 * MiB : 6 * MiB);
@@ -481,9 +481,9 @@ KT_TEST (large_cache_grows_mapping)
   size_t usable = kame_pool_malloc_usable_size (q);
   KT_CHECK (usable >= 8 * MiB && usable < 8 * MiB + 8192);
   kame_pool_stats_t after = kt_pool_stats ();
-  KT_CHECK_EQ (after.cache_bytes + 5 * MiB + 4096, before.cache_bytes);
+  KT_CHECK_EQ (after.cache_bytes + 5 * MiB + KT_PAGE, before.cache_bytes);
   KT_CHECK_EQ (after.large_alloc_bytes,
-               before.large_alloc_bytes + usable + 4096);
+               before.large_alloc_bytes + usable + KT_PAGE);
   KT_CHECK (paint_and_check (q, usable));
   /* Less than half: a mapping of its own.  */
   kame_pool_free (q);
@@ -562,9 +562,9 @@ streak_alloc (void *arg)
 
 KT_TEST (large_free_streak)
 {
-  static const struct { size_t size, count, kept; } run[] = {
+  const struct { size_t size, count, kept; } run[] = {
     { MiB, 80, 4 * MiB },
-    { 5 * MiB, 20, 12 * (5 * MiB + 4096) },
+    { 5 * MiB, 20, 12 * (5 * MiB + KT_PAGE) },
   };
   for (size_t k = 0; k < sizeof run / sizeof run[0]; k++)
     {

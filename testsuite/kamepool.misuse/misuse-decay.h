@@ -16,19 +16,18 @@
 
 #define NBLK 8192               /* 32 one-unit chunks of 1 KiB blocks */
 #define SIZE ((size_t) 1024)
-#define PAGE ((uintptr_t) 4096)
 
 static char *blk[NBLK];
 static bool live[NBLK];
 static void *live_blocks[NBLK];
 static size_t nlive;
 
-/* PAGE is mapped and not resident.  */
+/* The page at PAGE is mapped and not resident.  */
 static bool
 km_given_back (uintptr_t page)
 {
   unsigned char v = 1;
-  return mincore ((void *) page, PAGE, &v) == 0 && (v & 1) == 0;
+  return mincore ((void *) page, KT_PAGE, &v) == 0 && (v & 1) == 0;
 }
 
 /* In the owner thread: allocate NBLK blocks of 1 KiB, free a scattered
@@ -67,12 +66,12 @@ km_half_free_and_decay (void)
   /* A freed block whose page (4 blocks, none live) is not resident.  */
   for (size_t i = 0; i < NBLK; i++)
     {
-      uintptr_t page = (uintptr_t) blk[i] & ~(PAGE - 1);
+      uintptr_t page = (uintptr_t) blk[i] & ~(KT_PAGE - 1);
       if (live[i] || !km_given_back (page))
         continue;
       bool empty = true;
       for (size_t j = 0; j < NBLK; j++)
-        if (live[j] && ((uintptr_t) blk[j] & ~(PAGE - 1)) == page)
+        if (live[j] && ((uintptr_t) blk[j] & ~(KT_PAGE - 1)) == page)
           empty = false;
       if (empty)
         return i;

@@ -481,10 +481,9 @@ static long
 resident_pages_of_unit (const void *p)
 {
   uintptr_t base = (uintptr_t) p & ~(uintptr_t) (UNIT - 1);
-  long page = sysconf (_SC_PAGESIZE);
-  size_t n = UNIT / (size_t) page;
-  unsigned char vec[UNIT / 4096];
-  if (n > sizeof vec || mincore ((void *) base, UNIT, vec) != 0)
+  size_t n = UNIT / KT_PAGE;
+  unsigned char vec[UNIT / KT_PAGE];
+  if (mincore ((void *) base, UNIT, vec) != 0)
     return -1;
   long count = 0;
   for (size_t i = 0; i < n; i++)
@@ -496,8 +495,7 @@ KT_TEST (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay)
 {
   void *first = kame_pool_malloc (16);
   KT_CHECK (first != NULL);
-  long page = sysconf (_SC_PAGESIZE);
-  long all = (long) (UNIT / (size_t) page);
+  long all = (long) (UNIT / KT_PAGE);
   KT_CHECK (settle_thread_machinery ());
   kame_pool_stats_t before = kt_pool_stats ();
 

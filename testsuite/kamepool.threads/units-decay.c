@@ -83,10 +83,10 @@ resident_units (void)
   size_t n = 0;
   for (size_t u = 0; u < UNITS; u++)
     {
-      unsigned char vec[UNIT / 4096];
+      unsigned char vec[UNIT / KT_PAGE];
       if (mincore (units[u], UNIT, vec) != 0)
         return SIZE_MAX;
-      for (size_t i = 0; i < sizeof vec; i++)
+      for (size_t i = 0; i < UNIT / KT_PAGE; i++)
         if (vec[i] & 1)
           {
             n++;

@@ -19,6 +19,17 @@ static const size_t kt_classes[] = {
 #define KT_NCLASSES (sizeof kt_classes / sizeof kt_classes[0])
 #define KT_SMALL_MAX ((size_t) 208896)
 
+/* The page size of the system, which the pool rounds large blocks
+   and mappings to and gives a mapping's header: what every test uses
+   for a page.  */
+static inline size_t
+kt_page_size (void)
+{
+  long v = sysconf (_SC_PAGESIZE);
+  return v > 0 ? (size_t) v : 4096;
+}
+#define KT_PAGE (kt_page_size ())
+
 /* A snapshot of the pool's statistics, the newest version.  */
 static inline kame_pool_stats_t
 kt_pool_stats (void)

@@ -3,7 +3,8 @@
    double free of a cached block, no over-serving after a huge free,
    cache reuse, cap tightening, statistics that step by exactly one
    allocation, RSS that drops after large frees, and realloc growing a
-   mapping in place.  Misuse is reported and ignored here (the default,
+   mapping in place when the space after it is free and moving it when
+   it is not.  Misuse is reported and ignored here (the default,
    abort, is tested in kamepool.misuse).
    kptest-env: KAME_POOL_ON_MISUSE=report
 
@@ -19,6 +20,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
@@ -414,33 +416,110 @@ KT_TEST (large_rss_drops)
     }
 }
 
-/* realloc grows a mapping where it lies when the address space after
-   it is free, and keeps the contents either way.  */
-KT_TEST (large_realloc_grow)
+/* The usable size of a mapping of its own for N bytes: the block is
+   one page into the mapping, which is rounded to pages.  */
+static size_t
+mapping_usable (size_t n)
 {
+  return (KT_PAGE + n + KT_PAGE - 1) / KT_PAGE * KT_PAGE - KT_PAGE;
+}
+
+/* Map the LEN bytes at AT, which must be free, or return NULL.  */
+static void *
+map_exactly (void *at, size_t len)
+{
+#ifdef MAP_FIXED_NOREPLACE
+  void *q = mmap (at, len, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (q == MAP_FAILED)
+    return NULL;
+  if (q != at)
+    {
+      /* A kernel older than 4.17 takes the address as a hint.  */
+      munmap (q, len);
+      return NULL;
+    }
+  return q;
+#else
+  (void) at;
+  (void) len;
+  return NULL;
+#endif
+}
+
+/* realloc grows a mapping where it lies (mremap without a move) when
+   the address space after it is free.  The layout is made known: with
+   the cache off, a 30 MiB mapping is freed, so its pages are unmapped
+   and its address is the next mapping's hint; the 5 MiB block takes
+   it, and the rest of the 30 MiB is free after it.  Every one of 20
+   grows, up to 25 MiB, then stays in place, and the statistics grow
+   by exactly the pages added.  */
+KT_TEST (large_realloc_grows_mapping_in_place_into_free_space)
+{
+  empty_cache (0);
+  unsigned char *x = kame_pool_malloc (30 * MiB);
+  KT_CHECK (x != NULL);
+  kame_pool_free (x);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   unsigned char *p = kame_pool_malloc (5 * MiB);
-  KT_CHECK (p != NULL);
-  for (size_t i = 0; i < 5 * MiB; i += 4096)
-    p[i] = (unsigned char) (i >> 12);
-  int in_place = 0;
+  KT_CHECK_PTR_EQ (p, x);
+  size_t usable = kame_pool_malloc_usable_size (p);
+  KT_CHECK_EQ (usable, mapping_usable (5 * MiB));
+  /* Nothing lies between the block and the end of X's mapping.  */
+  size_t tail = 30 * MiB - usable;
+  void *probe = map_exactly (p + usable, tail);
+  if (probe == NULL)
+    KT_FAILF ("the %zu bytes after the block are not free", tail);
+  munmap (probe, tail);
+
+  for (size_t i = 0; i < 5 * MiB; i += KT_PAGE)
+    p[i] = (unsigned char) (i / KT_PAGE);
   size_t n = 5 * MiB;
   for (int step = 0; step < 20; step++)
     {
+      kame_pool_stats_t before = kt_pool_stats ();
       n += MiB + 1000;
       unsigned char *q = kame_pool_realloc (p, n);
-      KT_CHECK (q != NULL);
-      KT_CHECK (kame_pool_malloc_usable_size (q) >= n);
-      in_place += q == p;
-      for (size_t i = 0; i < 5 * MiB; i += 4096)
-        KT_CHECK (q[i] == (unsigned char) (i >> 12));
+      if (q != p)
+        KT_FAILF ("grow %d, to %zu bytes, moved the block", step, n);
+      size_t grown = kame_pool_malloc_usable_size (q);
+      KT_CHECK_EQ (grown, mapping_usable (n));
+      kame_pool_stats_t after = kt_pool_stats ();
+      KT_CHECK_EQ (after.large_alloc_count, before.large_alloc_count);
+      KT_CHECK_EQ (after.large_alloc_bytes,
+                   before.large_alloc_bytes + grown - usable);
+      usable = grown;
       q[n - 1] = 1;
-      p = q;
     }
-  printf ("%d of 20 grown in place\n", in_place);
-  KT_CHECK (in_place >= 10);
+  for (size_t i = 0; i < 5 * MiB; i += KT_PAGE)
+    if (p[i] != (unsigned char) (i / KT_PAGE))
+      KT_FAILF ("byte %zu changed", i);
   /* A shrink stays in place.  */
   KT_CHECK_PTR_EQ (kame_pool_realloc (p, 6 * MiB), p);
   kame_pool_free (p);
+  kame_pool_set_large_cache_cap (64 * MiB);
+}
+
+/* When the page after a mapping is taken, realloc cannot grow it
+   where it lies: the block moves, with its contents.  */
+KT_TEST (large_realloc_moves_mapping_when_the_next_page_is_taken)
+{
+  empty_cache (0);
+  unsigned char *p = kame_pool_malloc (5 * MiB);
+  KT_CHECK (p != NULL);
+  size_t usable = kame_pool_malloc_usable_size (p);
+  KT_CHECK_EQ (usable, mapping_usable (5 * MiB));
+  void *wall = map_exactly (p + usable, KT_PAGE);
+  if (wall == NULL)
+    KT_FAILF ("the page after the block is not free");
+  kt_paint (p, usable, 7);
+  unsigned char *q = kame_pool_realloc (p, usable + 1);
+  KT_CHECK (q != NULL && q != p);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (q), mapping_usable (usable + 1));
+  KT_CHECK (kt_painted (q, usable, 7));
+  kame_pool_free (q);
+  munmap (wall, KT_PAGE);
+  kame_pool_set_large_cache_cap (64 * MiB);
 }
 
 /* calloc of a block the cache held gives zeros all the same.  */
@@ -599,6 +678,8 @@ KT_TEST (large_free_streak)
 KT_MAIN (KT_CASE (large_cache_grows_mapping), KT_CASE (large_calloc_recycled), KT_CASE (large_full_span), KT_CASE (large_distinct_bases),
          KT_CASE (large_double_free_cached), KT_CASE (large_no_over_serving),
          KT_CASE (large_stats_step), KT_CASE (large_cache_cap),
-         KT_CASE (large_rss_drops), KT_CASE (large_realloc_grow),
+         KT_CASE (large_rss_drops),
+         KT_CASE (large_realloc_grows_mapping_in_place_into_free_space),
+         KT_CASE (large_realloc_moves_mapping_when_the_next_page_is_taken),
          KT_CASE (large_free_streak),
          KT_CASE (large_realloc_grows_dedicated_in_place))

@@ -147,6 +147,67 @@ KT_TEST (trim_gives_back_the_pages_of_the_freed_blocks_once)
     KT_FAILF ("%s", (const char *) err);
 }
 
+/* ---- A partial chunk emptied by remote frees ---------------------------- */
+
+/* A class that neither the C library nor the other tests use; a carve
+   links 3 blocks of it, so the active chunk keeps free blocks after
+   its first malloc.  */
+enum { SWEEP_CLASS = 1280 };
+static char *sweep_blk[4096];
+static size_t sweep_n;
+
+/* Free SWEEP_BLK[1 .. SWEEP_N - 1]: remote frees, published when this
+   thread exits.  */
+static void *
+kt_free_the_rest (void *arg)
+{
+  (void) arg;
+  for (size_t i = 1; i < sweep_n; i++)
+    kame_pool_free (sweep_blk[i]);
+  return NULL;
+}
+
+/* A chunk on the partial list whose blocks another thread freed holds
+   them uncollected; the trim collects the remote frees of every
+   partial chunk and releases the chunk they emptied.  The chunk is put
+   there: the main thread fills chunk A of the class and takes a block
+   of chunk B, its next active one; a free of A's first block by the
+   owner moves A from the full list to the partial list (B still has
+   free blocks), and another thread frees the rest.  */
+KT_TEST (trim_releases_a_partial_chunk_emptied_by_remote_frees)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SWEEP_CLASS);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK_EQ (s0.classes[k].chunks, 0);
+  /* Fill A: allocate until the class has a second chunk.  */
+  for (sweep_n = 0;; sweep_n++)
+    {
+      KT_CHECK (sweep_n < sizeof sweep_blk / sizeof sweep_blk[0]);
+      sweep_blk[sweep_n] = kame_pool_malloc (SWEEP_CLASS);
+      KT_CHECK (sweep_blk[sweep_n] != NULL);
+      if (kt_pool_stats ().classes[k].chunks == 2)
+        break;
+    }
+  char *in_b = sweep_blk[sweep_n];
+  KT_CHECK (sweep_n > 1);
+  kame_pool_free (sweep_blk[0]);
+  pthread_t t;
+  KT_CHECK_EQ (pthread_create (&t, NULL, kt_free_the_rest, NULL), 0);
+  KT_CHECK_EQ (pthread_join (t, NULL), 0);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, 2);
+  KT_CHECK_EQ (s1.classes[k].live_blocks, 1);
+
+  kame_pool_trim (0);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.classes[k].chunks, 1);
+  KT_CHECK_EQ (s2.chunks_live, s1.chunks_live - 1);
+  KT_CHECK_EQ (s2.classes[k].live_blocks, 1);
+  KT_CHECK_EQ (s2.remote_pending + (sweep_n - 1), s1.remote_pending);
+  kame_pool_free (in_b);
+}
+
 /* ---- PAD ------------------------------------------------------------- */
 
 #define BIG ((size_t) 1 << 20)          /* a dedicated chunk of 4 units */
@@ -428,6 +489,7 @@ KT_TEST (trim_is_safe_while_another_thread_allocates_and_frees)
 }
 
 KT_MAIN (KT_CASE (trim_gives_back_the_pages_of_the_freed_blocks_once),
+         KT_CASE (trim_releases_a_partial_chunk_emptied_by_remote_frees),
          KT_CASE (trim_keeps_the_cache_and_free_units_that_pad_covers),
          KT_CASE (trim_in_a_thread_that_never_allocated_gives_back_the_shared_memory),
          KT_CASE (trim_is_safe_while_another_thread_allocates_and_frees))

@@ -452,6 +452,64 @@ KT_TEST (remote_frees_into_full_chunks_are_collected_before_a_claim)
     kame_pool_free (fill[i]);
 }
 
+/* ---- Adoption of an abandoned chunk ------------------------------------ */
+
+/* A class that neither the C library nor the other tests use.  */
+enum { ADOPT_CLASS = 1280, ADOPT_BLOCKS = 5 };
+static void *adopt_left[ADOPT_BLOCKS];
+
+/* Allocate ADOPT_BLOCKS blocks of ADOPT_CLASS and exit with them live:
+   the chunk, which has room for more, is abandoned with its hint
+   set.  */
+static void *
+leave_a_chunk_with_room (void *arg)
+{
+  (void) arg;
+  for (int i = 0; i < ADOPT_BLOCKS; i++)
+    if ((adopt_left[i] = kame_pool_malloc (ADOPT_CLASS)) == NULL)
+      return "malloc failed";
+  return NULL;
+}
+
+/* The chunk that an exiting thread abandoned with room in it is found
+   through the hint bits and adopted by the next refill of its class in
+   another thread, instead of a chunk claimed anew: the number of
+   chunks of the class stays 1, and the abandoned chunk is owned
+   again.  */
+KT_TEST (a_refill_adopts_the_chunk_an_exited_thread_abandoned)
+{
+  KT_CHECK (settle_thread_machinery ());
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, ADOPT_CLASS);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK_EQ (s0.classes[k].chunks, 0);
+  KT_CHECK (run_thread (leave_a_chunk_with_room, NULL));
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, 1);
+  KT_CHECK_EQ (s1.classes[k].live_blocks, ADOPT_BLOCKS);
+  KT_CHECK (s1.abandoned_chunks >= 1);
+
+  void *p = kame_pool_malloc (ADOPT_CLASS);
+  KT_CHECK (p != NULL);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.classes[k].chunks, 1);
+  KT_CHECK_EQ (s2.classes[k].live_blocks, ADOPT_BLOCKS + 1);
+  KT_CHECK_EQ (s2.chunks_live, s1.chunks_live);
+  KT_CHECK_EQ (s2.abandoned_chunks, s1.abandoned_chunks - 1);
+
+  /* The adopter owns the chunk, now its active chunk of the class: its
+     frees into it are owner frees, none waits to be collected, and the
+     chunk stays.  */
+  kame_pool_free (p);
+  for (int i = 0; i < ADOPT_BLOCKS; i++)
+    kame_pool_free (adopt_left[i]);
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.classes[k].chunks, 1);
+  KT_CHECK_EQ (s3.classes[k].live_blocks, 0);
+  KT_CHECK_EQ (s3.remote_pending, s2.remote_pending);
+  KT_CHECK_EQ (s3.abandoned_chunks, s2.abandoned_chunks);
+}
+
 /* ---- Thread-exit reclaim ---------------------------------------------- */
 
 /* 73 blocks of the 3584 class fill one unit (73 * 3584 <= 256 KiB).  */
@@ -604,5 +662,6 @@ KT_MAIN (KT_CASE (chunks_and_units_plateau_over_200_spawn_join_cycles),
          KT_CASE (blocks_of_an_exited_thread_are_freed_by_another),
          KT_CASE (producer_consumer_pair_hands_over_400000_blocks),
          KT_CASE (remote_frees_into_full_chunks_are_collected_before_a_claim),
+         KT_CASE (a_refill_adopts_the_chunk_an_exited_thread_abandoned),
          KT_CASE (thread_exit_reclaim_keeps_pages_for_the_trim_and_decay),
          KT_CASE (threads_racing_for_the_first_allocation_all_get_pool_blocks))

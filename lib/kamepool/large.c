@@ -17,9 +17,6 @@
 
 #include <config.h>
 
-#ifndef _GNU_SOURCE
-# define _GNU_SOURCE 1          /* mremap */
-#endif
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>

@@ -13,9 +13,6 @@
 
 #include <config.h>
 
-#ifndef _GNU_SOURCE
-# define _GNU_SOURCE 1          /* gettid, pthread_getattr_np */
-#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -19,10 +19,6 @@
    that the per-node lists can be tested on any machine with two CPUs.
    Simulated nodes are never bound (they need not exist).  */
 
-/* getcpu is a GNU extension.  */
-#ifndef _GNU_SOURCE
-# define _GNU_SOURCE 1
-#endif
 #include <config.h>
 
 #include <errno.h>

@@ -259,36 +259,81 @@ kp_l1_take (kp_heap_t *h, unsigned i)
   return e;
 }
 
-/* The slot of H's smallest first-level entry that fits a request of
-   kind MAPPING for NEED bytes, or KP_L1_SLOTS.  The scan starts at the
-   first slot, where a put appends, so a loop's one block is found at
-   once, and stops at an exact fit.  With BIGGER, *BIGGER is the slot of
-   the smallest entry that could serve once cut down, or KP_L1_SLOTS.  */
-static inline unsigned
-kp_l1_fit (const kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
+/* The best fits among the N entries of SLOTS (a first level or the
+   second level) for a request of kind MAPPING for NEED bytes: in *FIT
+   the slot of the smallest entry that fits and is smaller than BELOW,
+   and, with BIGGER, in *BIG the slot of the smallest entry that could
+   serve once cut down; N when there is none.  *FIT_E and *BIG_E are
+   the entries as the scan saw them, for the CAS that takes one from the
+   second level.  The scan starts at the first slot, where a put
+   appends, so a loop's one block is found at once, and stops at an
+   exact fit.  Relaxed loads: the caller takes the entry with a plain
+   store (its own first level) or a CAS from the value seen.  */
+static void
+kp_slots_fit (_Atomic (uintptr_t) *slots, unsigned n, bool mapping,
+              size_t need, size_t below, bool bigger, unsigned *fit,
+              uintptr_t *fit_e, unsigned *big, uintptr_t *big_e)
 {
-  unsigned fit = KP_L1_SLOTS;
-  if (bigger != NULL)
-    *bigger = KP_L1_SLOTS;
-  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+  *fit = *big = n;
+  *fit_e = *big_e = 0;
+  for (unsigned i = 0; i < n; i++)
     {
-      uintptr_t e = kp_l1_get (h, i);
+      uintptr_t e = atomic_load_explicit (&slots[i], memory_order_relaxed);
+      size_t bytes = kp_entry_bytes (e);
       if (kp_entry_fits (e, mapping, need))
         {
-          if (fit == KP_L1_SLOTS
-              || kp_entry_bytes (e) < kp_entry_bytes (kp_l1_get (h, fit)))
+          if (bytes < below && (*fit == n || bytes < kp_entry_bytes (*fit_e)))
             {
-              fit = i;
-              if (kp_entry_bytes (e) == need)
+              *fit = i;
+              *fit_e = e;
+              if (bytes == need)
                 break;
             }
         }
-      else if (bigger != NULL && kp_entry_bigger (e, mapping, need)
-               && (*bigger == KP_L1_SLOTS
-                   || kp_entry_bytes (e)
-                      < kp_entry_bytes (kp_l1_get (h, *bigger))))
-        *bigger = i;
+      else if (bigger && kp_entry_bigger (e, mapping, need)
+               && (*big == n || bytes < kp_entry_bytes (*big_e)))
+        {
+          *big = i;
+          *big_e = e;
+        }
     }
+}
+
+/* The slot of the biggest mapping among the N entries of SLOTS that is
+   smaller than BELOW and at least FLOOR, or N; the entry as seen in
+   *SEEN.  */
+static unsigned
+kp_slots_biggest_below (_Atomic (uintptr_t) *slots, unsigned n,
+                        size_t floor, size_t below, uintptr_t *seen)
+{
+  unsigned best = n;
+  *seen = 0;
+  for (unsigned i = 0; i < n; i++)
+    {
+      uintptr_t v = atomic_load_explicit (&slots[i], memory_order_relaxed);
+      if (v != 0 && kp_entry_is_mapping (v) && kp_entry_bytes (v) < below
+          && kp_entry_bytes (v) >= floor
+          && (best == n || kp_entry_bytes (v) > kp_entry_bytes (*seen)))
+        {
+          best = i;
+          *seen = v;
+        }
+    }
+  return best;
+}
+
+/* The slot of H's smallest first-level entry that fits a request of
+   kind MAPPING for NEED bytes, or KP_L1_SLOTS; with BIGGER, *BIGGER as
+   in kp_slots_fit.  */
+static inline unsigned
+kp_l1_fit (kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
+{
+  unsigned fit, big;
+  uintptr_t fit_e, big_e;
+  kp_slots_fit (h->l1, KP_L1_SLOTS, mapping, need, SIZE_MAX,
+                bigger != NULL, &fit, &fit_e, &big, &big_e);
+  if (bigger != NULL)
+    *bigger = big;
   return fit;
 }
 
@@ -313,29 +358,10 @@ kp_l2_take (size_t need, size_t below, bool bigger)
 {
   if (kp_l2_bytes () == 0)
     return 0;
-  unsigned fit = KP_L2_SLOTS, big = KP_L2_SLOTS;
-  uintptr_t fit_e = 0, big_e = 0;
-  for (unsigned i = 0; i < KP_L2_SLOTS; i++)
-    {
-      uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
-      size_t bytes = kp_entry_bytes (e);
-      if (kp_entry_fits (e, true, need))
-        {
-          if (bytes < below && (fit_e == 0 || bytes < kp_entry_bytes (fit_e)))
-            {
-              fit = i;
-              fit_e = e;
-              if (bytes == need)
-                break;
-            }
-        }
-      else if (bigger && kp_entry_bigger (e, true, need)
-               && (big_e == 0 || bytes < kp_entry_bytes (big_e)))
-        {
-          big = i;
-          big_e = e;
-        }
-    }
+  unsigned fit, big;
+  uintptr_t fit_e, big_e;
+  kp_slots_fit (kp_l2, KP_L2_SLOTS, true, need, below, bigger, &fit, &fit_e,
+                &big, &big_e);
   if (fit_e != 0)
     return kp_l2_take_slot (fit, fit_e);
   return big_e != 0 ? kp_l2_take_slot (big, big_e) : 0;
@@ -770,36 +796,19 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
   uintptr_t e = 0;
   if (h != NULL)
     {
-      unsigned best = KP_L1_SLOTS;
-      for (unsigned i = 0; i < KP_L1_SLOTS; i++)
-        {
-          uintptr_t v = kp_l1_get (h, i);
-          if (v != 0 && kp_entry_is_mapping (v)
-              && kp_entry_bytes (v) < map_size && kp_entry_bytes (v) >= floor
-              && (best == KP_L1_SLOTS
-                  || kp_entry_bytes (v) > kp_entry_bytes (kp_l1_get (h, best))))
-            best = i;
-        }
+      uintptr_t seen;
+      unsigned best = kp_slots_biggest_below (h->l1, KP_L1_SLOTS, floor,
+                                              map_size, &seen);
       if (best != KP_L1_SLOTS)
         e = kp_l1_take (h, best);
     }
   if (e == 0 && kp_l2_bytes () != 0)
     {
-      unsigned best = KP_L2_SLOTS;
-      uintptr_t best_e = 0;
-      for (unsigned i = 0; i < KP_L2_SLOTS; i++)
-        {
-          uintptr_t v = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
-          if (v != 0 && kp_entry_is_mapping (v)
-              && kp_entry_bytes (v) < map_size && kp_entry_bytes (v) >= floor
-              && (best_e == 0 || kp_entry_bytes (v) > kp_entry_bytes (best_e)))
-            {
-              best = i;
-              best_e = v;
-            }
-        }
-      if (best_e != 0)
-        e = kp_l2_take_slot (best, best_e);
+      uintptr_t seen;
+      unsigned best = kp_slots_biggest_below (kp_l2, KP_L2_SLOTS, floor,
+                                              map_size, &seen);
+      if (best != KP_L2_SLOTS)
+        e = kp_l2_take_slot (best, seen);
     }
   if (e == 0)
     return NULL;

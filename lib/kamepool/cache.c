@@ -204,13 +204,13 @@ kp_l2_bytes (void)
 KP_INLINE uintptr_t
 kp_l1_get (const kp_heap_t *h, size_t i)
 {
-  return atomic_load_explicit (&h->l1[i], memory_order_relaxed);
+  return atomic_load_explicit (&h->cache.l1[i], memory_order_relaxed);
 }
 
 KP_INLINE void
 kp_l1_set (kp_heap_t *h, size_t i, uintptr_t e)
 {
-  atomic_store_explicit (&h->l1[i], e, memory_order_relaxed);
+  atomic_store_explicit (&h->cache.l1[i], e, memory_order_relaxed);
 }
 
 /* The bytes H's first level holds.  */
@@ -232,9 +232,9 @@ kp_l1_room_update (kp_heap_t *h)
   size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
   size_t held = kp_l1_bytes (h) + kp_l2_bytes ();
   size_t room = held < cap ? cap - held : 0;
-  size_t unstreaked = h->free_streak < cap ? cap - h->free_streak : 0;
-  h->l1_room = room < unstreaked ? room : unstreaked;
-  h->l1_gen = gen;
+  size_t unstreaked = h->cache.free_streak < cap ? cap - h->cache.free_streak : 0;
+  h->cache.l1_room = room < unstreaked ? room : unstreaked;
+  h->cache.l1_gen = gen;
 }
 
 /* The owner took BYTES out of its first level for a request: they go
@@ -243,8 +243,8 @@ kp_l1_room_update (kp_heap_t *h)
 KP_INLINE void
 kp_l1_take_fast (kp_heap_t *h, size_t bytes)
 {
-  h->l1_room += bytes;
-  h->free_streak = 0;
+  h->cache.l1_room += bytes;
+  h->cache.free_streak = 0;
 }
 
 /* Take H's first-level entry I out; its bytes go back to the budget.  */
@@ -253,9 +253,9 @@ kp_l1_take (kp_heap_t *h, unsigned i)
 {
   uintptr_t e = kp_l1_get (h, i);
   kp_l1_set (h, i, 0);
-  if (i + 1 == h->l1_top)
-    h->l1_top = i;
-  h->l1_room += kp_entry_bytes (e);
+  if (i + 1 == h->cache.l1_top)
+    h->cache.l1_top = i;
+  h->cache.l1_room += kp_entry_bytes (e);
   return e;
 }
 
@@ -330,7 +330,7 @@ kp_l1_fit (kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
 {
   unsigned fit, big;
   uintptr_t fit_e, big_e;
-  kp_slots_fit (h->l1, KP_L1_SLOTS, mapping, need, SIZE_MAX,
+  kp_slots_fit (h->cache.l1, KP_L1_SLOTS, mapping, need, SIZE_MAX,
                 bigger != NULL, &fit, &fit_e, &big, &big_e);
   if (bigger != NULL)
     *bigger = big;
@@ -468,7 +468,7 @@ kp_large_allocated_others (const kp_heap_t *self)
   size_t sum = 0;
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     if (h != self)
-      sum += atomic_load_explicit (&h->large_allocated, memory_order_relaxed);
+      sum += atomic_load_explicit (&h->cache.large_allocated, memory_order_relaxed);
   return sum;
 }
 
@@ -489,16 +489,16 @@ kp_large_allocated_others (const kp_heap_t *self)
 static bool
 kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
 {
-  h->free_streak += bytes;
-  if (kp_likely (h->free_streak <= cap || h->free_streak == bytes))
+  h->cache.free_streak += bytes;
+  if (kp_likely (h->cache.free_streak <= cap || h->cache.free_streak == bytes))
     return false;
   /* What the others allocated since the last look pays the streak
      down: those frees fed a consumer, not a teardown.  */
   size_t others = kp_large_allocated_others (h);
-  size_t paid = others - h->streak_seen;
-  h->streak_seen = others;
-  h->free_streak = h->free_streak > paid ? h->free_streak - paid : 0;
-  if (h->free_streak <= cap)
+  size_t paid = others - h->cache.streak_seen;
+  h->cache.streak_seen = others;
+  h->cache.free_streak = h->cache.free_streak > paid ? h->cache.free_streak - paid : 0;
+  if (h->cache.free_streak <= cap)
     return false;
   kp_cache_drain ();
   kp_units_purge_dirty ();
@@ -511,7 +511,7 @@ bool
 kp_cache_tearing_down (void)
 {
   kp_heap_t *h = kp_cache_heap ();
-  return h != NULL && h->free_streak > kp_cache_cap_now ();
+  return h != NULL && h->cache.free_streak > kp_cache_cap_now ();
 }
 
 /* A large allocation of BYTES by the calling thread, other than from
@@ -525,8 +525,8 @@ kp_cache_note_alloc (size_t bytes)
   kp_heap_t *h = kp_cache_heap ();
   if (h == NULL)
     return;
-  kp_owner_add (&h->large_allocated, bytes);
-  h->free_streak = 0;
+  kp_owner_add (&h->cache.large_allocated, bytes);
+  h->cache.free_streak = 0;
   kp_l1_room_update (h);
 }
 
@@ -538,18 +538,18 @@ kp_cache_note_alloc (size_t bytes)
 KP_INLINE bool
 kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
 {
-  if (kp_unlikely (bytes > h->l1_room)
-      || kp_unlikely (h->l1_gen != atomic_load_explicit (&kp_cache_gen,
+  if (kp_unlikely (bytes > h->cache.l1_room)
+      || kp_unlikely (h->cache.l1_gen != atomic_load_explicit (&kp_cache_gen,
                                                          memory_order_relaxed)))
     return false;
   /* After the newest entry, so that the entries stay oldest first
      (but for the gaps that takes leave).  */
-  size_t n = h->l1_top;
+  size_t n = h->cache.l1_top;
   if (kp_unlikely (n == KP_L1_SLOTS))
     return false;
-  h->l1_top = n + 1;
-  h->l1_room -= bytes;
-  h->free_streak += bytes;
+  h->cache.l1_top = n + 1;
+  h->cache.l1_room -= bytes;
+  h->cache.free_streak += bytes;
   kp_l1_set (h, n, e);
   return true;
 }
@@ -618,7 +618,7 @@ kp_cache_put_long (kp_heap_t *h, uintptr_t e, bool freed)
     }
   KP_ASSERT (n < KP_L1_SLOTS);
   kp_l1_set (h, n, e);
-  h->l1_top = n + 1;
+  h->cache.l1_top = n + 1;
   return true;
 }
 
@@ -650,13 +650,13 @@ kp_cache_malloc_dedicated (size_t n)
   uintptr_t want = ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT) << 1;
   /* Newest first: the last put, where a loop's one block always is,
      in straight-line code; then the older ones.  */
-  size_t i = h->l1_top - 1;
+  size_t i = h->cache.l1_top - 1;
   uintptr_t e;
   if (kp_likely (i < KP_L1_SLOTS)
-      && kp_likely (((e = atomic_load_explicit (&h->l1[i],
+      && kp_likely (((e = atomic_load_explicit (&h->cache.l1[i],
                                                 memory_order_relaxed))
                      & (KP_UNIT_SIZE - 1)) == want))
-    h->l1_top = i;
+    h->cache.l1_top = i;
   else
     {
       if (i >= KP_L1_SLOTS)
@@ -668,7 +668,7 @@ kp_cache_malloc_dedicated (size_t n)
     }
   /* A chunk's entry: kp_l1_take and kp_entry_base without their test
      for a mapping.  */
-  atomic_store_explicit (&h->l1[i], 0, memory_order_relaxed);
+  atomic_store_explicit (&h->cache.l1[i], 0, memory_order_relaxed);
   kp_l1_take_fast (h, (size_t) want << (KP_UNIT_SHIFT - 1));
   void *base = (void *) (e - want);
   atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
@@ -693,13 +693,13 @@ kp_cache_malloc_mapping (size_t n)
      as in kp_cache_malloc_dedicated, a sentinel's empty first level
      needs no test.  Else the best fit.  */
   uintptr_t want = kp_entry_mapping (NULL, need);
-  size_t top = h->l1_top, i = top - 1;
+  size_t top = h->cache.l1_top, i = top - 1;
   uintptr_t e;
   if (kp_likely (i < KP_L1_SLOTS)
       && kp_likely (((e = kp_l1_get (h, i)) & KP_REGION_MASK) == want))
     {
       kp_l1_set (h, i, 0);
-      h->l1_top = i;
+      h->cache.l1_top = i;
       kp_l1_take_fast (h, need);
       return kp_mapping_recycle ((void *) (e - want), need, n);
     }
@@ -718,7 +718,7 @@ kp_cache_malloc_mapping (size_t n)
         return kp_malloc_large (n, 0);
     }
   e = kp_l1_take (h, fit);
-  h->free_streak = 0;
+  h->cache.free_streak = 0;
   return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
 }
 
@@ -797,7 +797,7 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
   if (h != NULL)
     {
       uintptr_t seen;
-      unsigned best = kp_slots_biggest_below (h->l1, KP_L1_SLOTS, floor,
+      unsigned best = kp_slots_biggest_below (h->cache.l1, KP_L1_SLOTS, floor,
                                               map_size, &seen);
       if (best != KP_L1_SLOTS)
         e = kp_l1_take (h, best);
@@ -846,8 +846,8 @@ kp_cache_thread_exit (kp_heap_t *h)
   kp_l1_evict (h, 0);
   /* The record's next thread starts with no budget: its first put
      takes the long way.  */
-  h->l1_room = 0;
-  h->l1_top = 0;
+  h->cache.l1_room = 0;
+  h->cache.l1_top = 0;
 }
 
 size_t

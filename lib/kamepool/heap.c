@@ -464,7 +464,7 @@ kp_thread_exit (void *arg)
       h->full_new[cls] = 0;
     }
   kp_cache_thread_exit (h);
-  h->free_streak = h->streak_seen = 0;
+  h->cache.free_streak = h->cache.streak_seen = 0;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     h->decay_seen[cls] = 0;
   kp_tc.heap = &kp_heap_dead;

@@ -424,6 +424,37 @@ typedef struct kp_rbatch
 /* A doubly linked list of one heap's chunks, oldest first (heap.c).  */
 typedef struct kp_clist { kp_chunk_t *head, *tail; } kp_clist_t;
 
+/* A thread's part of the large recycle cache (cache.c), in its heap
+   record.  */
+typedef struct kp_heap_cache
+{
+  /* The first level: entries, oldest first, 0 when empty.  Written by
+     the owner alone, with relaxed stores; kame_pool_get_stats sums
+     them with relaxed loads.  */
+  _Atomic (uintptr_t) l1[KP_L1_SLOTS];
+  /* Owner-only: the bytes the first level may still take with no look
+     at the cap, and the cap's generation when that was worked out; the
+     slots from l1_top up are empty.  */
+  size_t l1_room, l1_top;
+  unsigned l1_gen;
+  /* Bytes of large blocks this thread has allocated other than from
+     its own first level, ever (an owner-only counter, kp_owner_add:
+     relaxed loads by others); and, owner-only, the bytes of large
+     blocks it freed since its last large allocation or since it last
+     saw the others allocate, with the sum of every heap's
+     large_allocated when it last looked (the free streak).  */
+  _Atomic (size_t) large_allocated;
+  size_t free_streak, streak_seen;
+} kp_heap_cache_t;
+
+/* A thread's large mappings (large.c): made minus freed, and their
+   bytes; owner-only counters (kp_owner_add), read relaxed by
+   kame_pool_get_stats.  */
+typedef struct kp_heap_large
+{
+  _Atomic (size_t) count, bytes;
+} kp_heap_large_t;
+
 /* A heap: one per live thread.  Heap records are permanent (never
    unmapped) and recycled for new threads, so a stale pointer to one is
    harmless: it is only ever compared.  */
@@ -442,27 +473,8 @@ struct kp_heap
   unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   struct kp_heap *pool_next;    /* immutable once published */
-  /* First level of the large recycle cache (cache.c): entries, oldest
-     first, 0 when empty.  Written by the owner alone, with relaxed
-     stores; kame_pool_get_stats sums them with relaxed loads.  */
-  _Atomic (uintptr_t) l1[KP_L1_SLOTS];
-  /* Owner-only (cache.c): the bytes the first level may still take
-     with no look at the cap, and the cap's generation when that was
-     worked out; the slots from l1_top up are empty.  */
-  size_t l1_room, l1_top;
-  unsigned l1_gen;
-  /* Large mappings made minus freed by this thread, and their bytes
-     (large.c): written by the owner with relaxed stores (never a
-     read-modify-write), read relaxed by kame_pool_get_stats.  */
-  _Atomic (size_t) large_count, large_bytes;
-  /* Bytes of large blocks this thread has allocated other than from
-     its own first level, ever (same rules: owner stores, relaxed loads
-     by others); and, owner-only, the bytes
-     of large blocks it freed since its last large allocation or since
-     it last saw the others allocate, with the sum of every heap's
-     large_allocated when it last looked (cache.c, the free streak).  */
-  _Atomic (size_t) large_allocated;
-  size_t free_streak, streak_seen;
+  kp_heap_cache_t cache;        /* the large cache's (cache.c) */
+  kp_heap_large_t large;        /* the large tier's (large.c) */
   /* Statistics, written by the owner with relaxed stores (never a
      read-modify-write), summed relaxed by kame_pool_get_stats: blocks
      this thread freed into chunks of other threads, and blocks it
@@ -909,16 +921,16 @@ kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
 {
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
   size_t bytes = (size_t) units << KP_UNIT_SHIFT;
-  size_t n = h->l1_top;
-  if (kp_likely (bytes <= h->l1_room) && kp_likely (n < KP_L1_SLOTS)
-      && kp_likely (h->l1_gen == atomic_load_explicit (&kp_cache_gen,
+  size_t n = h->cache.l1_top;
+  if (kp_likely (bytes <= h->cache.l1_room) && kp_likely (n < KP_L1_SLOTS)
+      && kp_likely (h->cache.l1_gen == atomic_load_explicit (&kp_cache_gen,
                                                        memory_order_relaxed)))
     {
       atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
-      h->l1_top = n + 1;
-      h->l1_room -= bytes;
-      h->free_streak += bytes;
-      atomic_store_explicit (&h->l1[n], (uintptr_t) p | (uintptr_t) units << 1,
+      h->cache.l1_top = n + 1;
+      h->cache.l1_room -= bytes;
+      h->cache.free_streak += bytes;
+      atomic_store_explicit (&h->cache.l1[n], (uintptr_t) p | (uintptr_t) units << 1,
                              memory_order_relaxed);
       return;
     }

@@ -51,8 +51,8 @@ kp_large_stat (size_t count, size_t bytes)
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (kp_heap_live (h)))
     {
-      kp_owner_add (&h->large_count, count);
-      kp_owner_add (&h->large_bytes, bytes);
+      kp_owner_add (&h->large.count, count);
+      kp_owner_add (&h->large.bytes, bytes);
       return;
     }
   atomic_fetch_add_explicit (&kp_stat_large_count, count,
@@ -70,8 +70,8 @@ kp_large_stats (size_t *count, size_t *bytes)
                                    memory_order_relaxed);
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     {
-      c += atomic_load_explicit (&h->large_count, memory_order_relaxed);
-      b += atomic_load_explicit (&h->large_bytes, memory_order_relaxed);
+      c += atomic_load_explicit (&h->large.count, memory_order_relaxed);
+      b += atomic_load_explicit (&h->large.bytes, memory_order_relaxed);
     }
   *count = c;
   *bytes = b;

@@ -41,10 +41,6 @@ kp_divmagic (size_t size)
   return UINT64_MAX / size + 1;
 }
 
-/* The sentinel every empty slot of the thread cache points at: its
-   free list is always empty, so the fast path falls into the refill.  */
-kp_chunk_t kp_empty_chunk;
-
 /* Set up C, whose UNITS units the caller has just claimed, as a chunk
    of KIND (class CLS, blocks of SIZE bytes) owned by H (NULL: none):
    the fields that every chunk starts with, KIND last.  The caller has

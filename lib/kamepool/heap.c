@@ -1,5 +1,6 @@
-/* heap.c -- thread heaps: the permanent heap records, thread start and
-   exit, the partial lists, and the malloc slow path (refill).
+/* heap.c -- thread heaps: thread start and exit, the partial lists,
+   and the malloc slow path (refill).  The heap records themselves and
+   the thread's pointer to its heap are thread.c's.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -13,73 +14,7 @@
 
 #include "kp_internal.h"
 
-#define KP_EMPTY_ACTIVE_1 &kp_empty_chunk
-#define KP_EMPTY_ACTIVE_5 KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, \
-  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
-#define KP_EMPTY_ACTIVE_23 KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, \
-  KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_1, \
-  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
-
-_Static_assert (KP_NCLASS == 69, "the initialiser below lists 69 classes");
-
-/* The thread cache.  It starts pointing at sentinels, so neither path
-   tests for "not initialised": the first malloc finds an empty free
-   list, the first free finds no owner, and both reach a slow path.  */
-__thread kp_tcache_t kp_tc KP_TLS_ATTR = {
-  .heap = &kp_heap_none,
-  .active = { KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23 }
-};
-
-/* The sentinel heaps stay all zero: nothing is ever stored in them
-   (kp_cache_heap and kp_heap_live keep them out), and
-   kp_cache_malloc_dedicated relies on their empty first level.  */
-kp_heap_t kp_heap_none;         /* this thread has no heap yet */
-kp_heap_t kp_heap_dead;         /* this thread's heap is gone (exiting) */
-
-/* Every heap record ever made, push-only.  A record is free for a new
-   thread when in_use is 0: taken with an acquire CAS, given back with a
-   release store, so a dead thread's last writes happen before the next
-   thread's first.  */
-static kp_heap_t *_Atomic kp_heaps;
 static pthread_key_t kp_thread_key;
-
-#define KP_HEAP_SLAB (64 * 1024)
-
-static kp_heap_t *
-kp_heap_acquire (void)
-{
-  for (kp_heap_t *h = atomic_load_explicit (&kp_heaps, memory_order_acquire);
-       h != NULL; h = h->pool_next)
-    {
-      int expected = 0;
-      if (atomic_load_explicit (&h->in_use, memory_order_relaxed) == 0
-          && atomic_compare_exchange_strong_explicit (&h->in_use, &expected,
-                                                      1, memory_order_acquire,
-                                                      memory_order_relaxed))
-        return h;
-    }
-  kp_heap_t *slab = kp_os_map_aligned (KP_HEAP_SLAB, kp_os_page_size ());
-  if (slab == NULL)
-    return NULL;
-  size_t n = KP_HEAP_SLAB / sizeof (kp_heap_t);
-  /* Keep the first record; link the slab and publish it in one CAS.  */
-  atomic_init (&slab[0].in_use, 1);
-  for (size_t i = 0; i + 1 < n; i++)
-    slab[i].pool_next = &slab[i + 1];
-  kp_heap_t *head = atomic_load_explicit (&kp_heaps, memory_order_relaxed);
-  do
-    slab[n - 1].pool_next = head;
-  while (!atomic_compare_exchange_weak_explicit (&kp_heaps, &head, slab,
-                                                 memory_order_release,
-                                                 memory_order_relaxed));
-  return &slab[0];
-}
-
-kp_heap_t *
-kp_heap_list (void)
-{
-  return atomic_load_explicit (&kp_heaps, memory_order_acquire);
-}
 
 static void
 kp_clist_push (kp_clist_t *l, kp_chunk_t *c)

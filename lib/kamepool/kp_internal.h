@@ -503,7 +503,12 @@ typedef struct kp_tcache
   kp_chunk_t *active[KP_NCLASS]; /* &kp_empty_chunk when none */
 } kp_tcache_t;
 
+/* ---- The thread's heap and the heap records (thread.c) ----------------- */
+
 extern __thread kp_tcache_t kp_tc KP_TLS_ATTR KP_HIDDEN;
+KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
+/* A free heap record for the calling thread (in_use set), or NULL.  */
+KP_HIDDEN kp_heap_t *kp_heap_acquire (void);
 extern kp_chunk_t kp_empty_chunk KP_HIDDEN;
 extern kp_heap_t kp_heap_none KP_HIDDEN;
 extern kp_heap_t kp_heap_dead KP_HIDDEN;
@@ -739,7 +744,7 @@ KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
-KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
+
 
 /* ---- Process init, libc fallback (init.c) ------------------------------ */
 

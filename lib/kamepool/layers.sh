@@ -16,30 +16,25 @@
 # below, which says why each is still there; those are printed with
 # "known:" in front.  The list is the layering's debt: it may only
 # shrink.
-order="os options radix sizeclass misuse policy numa region chunk large
+order="os options radix sizeclass misuse policy numa thread region chunk large
        cache heap init alloc trim stats mallinfo api interpose"
 
-# The thread's heap and the heap records are defined by heap.c, the
-# process initialisation and the C library's calls by init.c; the
-# lower layers reach them through the thread-local pointer and the
-# slow paths.  The large tier's allocation looks in the cache, whose
-# entries are the large tier's blocks.
-known="chunk:heap:kp_chunk_unfull chunk:heap:kp_heap_dead
-       chunk:heap:kp_heap_list chunk:heap:kp_heap_none
-       chunk:heap:kp_partial_push chunk:heap:kp_partial_remove
-       chunk:heap:kp_tc chunk:heap:kp_thread_init
+# heap.c gives a thread its heap (kp_thread_init) and keeps the lists
+# of its chunks, which the chunk layer's frees move chunks between;
+# init.c holds the process initialisation and the C library's calls,
+# which the slow paths below it reach.  The large tier's allocation
+# looks in the cache, whose entries are the large tier's blocks.
+known="chunk:heap:kp_chunk_unfull chunk:heap:kp_partial_push
+       chunk:heap:kp_partial_remove chunk:heap:kp_thread_init
        large:cache:kp_cache_drain large:cache:kp_cache_note_alloc
        large:cache:kp_cache_put_mapping large:cache:kp_cache_take_chunk
        large:cache:kp_cache_take_mapping
        large:cache:kp_cache_take_mapping_smaller
        large:cache:kp_units_claim_retry
-       large:heap:kp_heap_dead large:heap:kp_heap_list
-       large:heap:kp_heap_none large:heap:kp_tc large:heap:kp_thread_init
+       large:heap:kp_thread_init
        large:init:kp_init_state large:init:kp_libc_free
        large:init:kp_libc_malloc large:init:kp_libc_memalign
        large:init:kp_process_init large:init:kp_units_fallback
-       cache:heap:kp_heap_dead cache:heap:kp_heap_list
-       cache:heap:kp_heap_none cache:heap:kp_tc
        heap:init:kp_init_state heap:init:kp_libc_malloc
        heap:init:kp_process_init heap:init:kp_units_fallback"
 

@@ -12,6 +12,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/region.c \
 	lib/kamepool/sizeclass.c \
 	lib/kamepool/sizeclass-lut.h \
+	lib/kamepool/thread.c \
 	lib/kamepool/chunk.c \
 	lib/kamepool/heap.c \
 	lib/kamepool/large.c \

@@ -269,7 +269,7 @@ kp_l1_take (kp_heap_t *h, unsigned i)
    appends, so a loop's one block is found at once, and stops at an
    exact fit.  Relaxed loads: the caller takes the entry with a plain
    store (its own first level) or a CAS from the value seen.  */
-static void
+KP_INLINE void
 kp_slots_fit (_Atomic (uintptr_t) *slots, unsigned n, bool mapping,
               size_t need, size_t below, bool bigger, unsigned *fit,
               uintptr_t *fit_e, unsigned *big, uintptr_t *big_e)
@@ -335,6 +335,14 @@ kp_l1_fit (kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
   if (bigger != NULL)
     *bigger = big;
   return fit;
+}
+
+/* kp_l1_fit out of line, for the loop's fast path (kp_cache_malloc_mapping),
+   which must not carry the scan's registers.  */
+static KP_NOINLINE unsigned
+kp_l1_fit_call (kp_heap_t *h, size_t need)
+{
+  return kp_l1_fit (h, true, need, NULL);
 }
 
 static inline uintptr_t
@@ -714,7 +722,7 @@ kp_cache_malloc_mapping (size_t n)
   if (fit == KP_L1_SLOTS)
     {
       if (!kp_heap_live (h)
-          || (fit = kp_l1_fit (h, true, need, NULL)) == KP_L1_SLOTS)
+          || (fit = kp_l1_fit_call (h, need)) == KP_L1_SLOTS)
         return kp_malloc_large (n, 0);
     }
   e = kp_l1_take (h, fit);

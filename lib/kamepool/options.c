@@ -110,7 +110,7 @@ kp_option_misuse (void)
   const char *v = getenv ("KAME_POOL_ON_MISUSE");
   if (v == NULL || *v == '\0' || strcasecmp (v, "abort") == 0)
     return;
-  if (kp_option_misuse_report ())
+  if (strcasecmp (v, "report") == 0)
     atomic_store_explicit (&kp_misuse_abort, 0, memory_order_relaxed);
   else
     kp_os_write_stderr ("kamepool: KAME_POOL_ON_MISUSE must be abort or "

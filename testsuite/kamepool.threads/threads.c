@@ -647,8 +647,8 @@ KT_TEST (threads_racing_for_the_first_allocation_all_get_pool_blocks)
       if (pid == 0)
         _exit (race_once ());
       int status;
-      while (waitpid (pid, &status, 0) < 0)
-        ;
+      if (!kt_wait (pid, &status))
+        KT_FAILF ("race %d: waitpid failed", race);
       if (!WIFEXITED (status) || WEXITSTATUS (status) == 2)
         KT_FAILF ("race %d: the child could not run its threads", race);
       if (WEXITSTATUS (status) != 0)

@@ -41,6 +41,16 @@ kp_divmagic (size_t size)
   return UINT64_MAX / size + 1;
 }
 
+/* The divmagic an owner's free tests, for a chunk with no page given
+   back: 0 under KAME_POOL_ON_MISUSE=report, so that every free is
+   checked when it is made and a misuse leaves the heap as it was.  */
+static inline uint64_t
+kp_divmagic_fast (size_t size)
+{
+  return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed)
+         ? kp_divmagic (size) : 0;
+}
+
 /* Set up C, whose UNITS units the caller has just claimed, as a chunk
    of KIND (class CLS, blocks of SIZE bytes) owned by H (NULL: none):
    the fields that every chunk starts with, KIND last.  The caller has
@@ -76,7 +86,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
   char *data = kp_chunk_data (c);
   c->used = 0;
   c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
-  c->divmagic = kp_divmagic (size);
+  c->divmagic = kp_divmagic_fast (size);
   c->bump = data;
   c->limit = data + (size_t) c->capacity * size;
   kp_chunk_setup (c, KP_KIND_SMALL, cls, units, size, h);
@@ -124,8 +134,8 @@ static inline void
 kp_chunk_unpurged_one (kp_chunk_t *c)
 {
   if (--c->npurged == 0)
-    c->divmagic = kp_divmagic (atomic_load_explicit (&c->block_size,
-                                                     memory_order_relaxed));
+    c->divmagic = kp_divmagic_fast (atomic_load_explicit (&c->block_size,
+                                                          memory_order_relaxed));
 }
 
 static inline bool
@@ -248,6 +258,18 @@ kp_list_cut (kp_block_t *b)
   kp_block_link (b, NULL);
 }
 
+/* B, on the list of C's remote frees, lost the remote tag: the owner
+   freed it again after another thread did (the owner's free does not
+   read the tag, kp_free_owned), and its link now leads into the
+   owner's list, or it was handed out since.  Report the double free;
+   the walk ends before B (the blocks after it are lost, none of them
+   is handed out twice).  */
+static void
+kp_collect_double (kp_block_t *b)
+{
+  kp_misuse ("free", "double free of", b);
+}
+
 /* HEAD is the list of C's remote frees, and the decay gave pages of C
    back.  A block that starts in such a page was free already (its mark
    went with the page): report the double free and leave the block out.
@@ -261,6 +283,11 @@ kp_collect_purged (kp_chunk_t *c, kp_block_t *head)
   size_t dropped = 0;
   for (kp_block_t *b = head; b != NULL; b = next)
     {
+      if (kp_unlikely (!kp_block_marked_remote (b)))
+        {
+          kp_collect_double (b);
+          break;
+        }
       next = kp_block_next (b);
       if (!kp_link_ok (c, next))
         {
@@ -303,6 +330,15 @@ kp_chunk_collect (kp_chunk_t *c)
   kp_block_t *tail = NULL, *next;
   for (kp_block_t *b = head; b != NULL; b = next)
     {
+      if (kp_unlikely (!kp_block_marked_remote (b)))
+        {
+          kp_collect_double (b);
+          if (tail != NULL)
+            kp_block_link (tail, NULL);
+          else
+            head = NULL;
+          break;
+        }
       next = kp_block_next (b);
       if (kp_unlikely (!kp_link_ok (c, next)))
         {
@@ -362,10 +398,45 @@ kp_remote_pending (unsigned cls)
   return out - in;
 }
 
-/* The largest chunk of the small classes, in blocks: 4 units of the
-   class of 4 units with the smallest blocks (8 KiB + 1 and up).  The
-   free-block map of kp_chunk_purge has one bit per block.  */
+/* The largest chunk of the small classes, in blocks: one unit of the
+   smallest class (the classes of chunks of several units are 10 KiB
+   and up).  The free-block map of kp_chunk_purge has one bit per
+   block.  */
 #define KP_PURGE_MAX_BLOCKS (KP_UNIT_SIZE / 16)
+
+/* Set in FREEMAP the bit of every block on C's free list (one bit per
+   block of C, capacity bits).  A block met twice is on the list twice:
+   a double free that the owner's free let through (kp_free_owned),
+   which the walk reports, ending the list before the second meeting:
+   true then.  */
+static bool
+kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
+{
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  char *data = kp_chunk_data (c);
+  KP_ASSERT (c->capacity <= KP_PURGE_MAX_BLOCKS);
+  for (size_t i = 0; i < (c->capacity + 63) / 64; i++)
+    freemap[i] = 0;
+  kp_block_t *prev = NULL;
+  for (kp_block_t *b = c->free; b != NULL; prev = b, b = kp_block_next (b))
+    {
+      size_t i = (size_t) ((char *) b - data) / size;
+      uint64_t bit = (uint64_t) 1 << (i % 64);
+      if (kp_unlikely (freemap[i / 64] & bit))
+        {
+          kp_misuse ("free", "double free of", b);
+          if (prev != NULL)
+            kp_block_link (prev, NULL);
+          else
+            c->free = NULL;
+          return true;
+        }
+      freemap[i / 64] |= bit;
+      if (!kp_link_ok (c, kp_block_next (b)))
+        kp_list_cut (b);
+    }
+  return false;
+}
 
 /* The decay: give back to the kernel every page below C's bump pointer
    that no live block touches, and take the blocks that start in those
@@ -387,16 +458,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
       || npages > KP_PURGE_WORDS * 64 || carved > KP_PURGE_MAX_BLOCKS)
     return 0;
   uint64_t freemap[KP_PURGE_MAX_BLOCKS / 64];
-  size_t words = (carved + 63) / 64;
-  for (size_t i = 0; i < words; i++)
-    freemap[i] = 0;
-  for (kp_block_t *b = c->free; b != NULL; b = kp_block_next (b))
-    {
-      if (!kp_link_ok (c, kp_block_next (b)))
-        kp_list_cut (b);
-      size_t i = (size_t) ((char *) b - data) / size;
-      freemap[i / 64] |= (uint64_t) 1 << (i % 64);
-    }
+  kp_chunk_map_free (c, freemap);
   /* A page is busy when a live block overlaps it.  A block that starts
      in a page given back earlier is free, off the list.  */
   uint64_t busy[KP_PURGE_WORDS] = { 0 };
@@ -506,11 +568,55 @@ kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h)
   return false;
 }
 
-/* C's owner, with used == 0, releases it.  */
+/* The first block of small chunk C below its bump pointer, outside the
+   pages the decay gave back, that carries no free tag; NULL when every
+   one does.  A sequential read of the chunk, which the prefetchers
+   follow, once per release, where a tag read on every free would miss
+   the cache once per free (kp_free_owned).  */
+static kp_block_t *
+kp_chunk_live_block (const kp_chunk_t *c)
+{
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  char *data = kp_chunk_data (c);
+  unsigned sh = kp_page_shift ();
+  for (char *p = data; p < c->bump; p += size)
+    if (!kp_block_marked_free ((const kp_block_t *) p)
+        && !(c->npurged != 0
+             && kp_chunk_page_purged (c, (size_t) (p - data) >> sh)))
+      return (kp_block_t *) p;
+  return NULL;
+}
+
+/* C's used count is 0 but it holds a live block: an owner's double
+   free brought the count down.  Report it (the block on the list twice
+   when the walk finds it), and leave C to nobody, never released: its
+   owner is NULL while the OWNED bit stays set, so later frees wait on
+   its remote list and no refill or adopter takes it.  */
+static KP_NOINLINE void
+kp_chunk_release_refused (kp_chunk_t *c, kp_block_t *live)
+{
+  uint64_t freemap[KP_PURGE_MAX_BLOCKS / 64];
+  if (!kp_chunk_map_free (c, freemap))
+    kp_misuse ("free", "double free (a block is still in use in its "
+               "emptied chunk) at", live);
+  atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
+}
+
+/* C's owner, with used == 0, releases it.  Hardened, only after a look
+   at every block: see kp_chunk_live_block.  */
 void
 kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
 {
   KP_ASSERT (c->used == 0);
+  if (KP_HARDEN)
+    {
+      kp_block_t *live = kp_chunk_live_block (c);
+      if (kp_unlikely (live != NULL))
+        {
+          kp_chunk_release_refused (c, live);
+          return;
+        }
+    }
   atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
   atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
   kp_hint_take (c);
@@ -690,7 +796,7 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
       kp_misuse ("free", "double free of", p);
       return;
     }
-  kp_block_mark_free (b);
+  kp_block_mark_remote (b);
   kp_remote_count (h, false, cls, 1);
   uint32_t limit = kp_rbatch_limit (size);
   if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
@@ -743,7 +849,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
           return;
         }
       kp_block_link (b, s->head);
-      kp_block_mark_free (b);
+      kp_block_mark_remote (b);
       s->head = b;
       /* kp_remote_count, for a live heap.  */
       kp_owner_add (&h->remote_out[s->cls], 1);

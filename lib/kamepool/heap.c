@@ -509,17 +509,33 @@ pop:
   return kp_chunk_pop (c, c->free);
 }
 
-/* Pop B, the head of C's free list, whose decoded link is neither NULL
-   nor in B's region: a write into the freed block changed it (a use
-   after free, or an overflow from the block before).  The rest of the
-   list is dropped: its blocks are lost, but none of them is handed out
-   twice.  */
+/* Pop B, the head of C's free list, that carries no free tag, or whose
+   decoded link is neither NULL nor in B's region.  A tag of 0 is the
+   live mark of kp_chunk_pop: B was freed twice and is on the list a
+   second time after its first pop (kp_free_owned does not look), so its
+   owner has it now and may have written over the link (unless both
+   words are 0: a freed block cleared).  Any other tag, or a bad link
+   under a free tag, is a write into the freed block (a use after free,
+   or an overflow from the block before).
+   The rest of the list is dropped: its blocks are lost, but none of
+   them is handed out twice.  B itself is handed out only when its tag
+   says it is free.  */
 void *
 kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b)
 {
+  if (b->tag == 0 && b->link != 0)
+    {
+      kp_misuse ("free", "double free of", b);
+      /* The second free counted B back; it is still handed out.  */
+      c->used++;
+      c->free = NULL;
+      return kp_malloc_refill (kp_class_size[kp_chunk_cls (c)]);
+    }
   kp_misuse ("malloc", "corrupted free list (a freed block was written "
              "to) at", b);
   c->free = NULL;
+  if (!kp_block_marked_free (b))
+    return kp_malloc_refill (kp_class_size[kp_chunk_cls (c)]);
   c->used++;
   kp_block_mark_live (b);
   return b;

@@ -225,24 +225,31 @@ kp_block_link (kp_block_t *b, const kp_block_t *next)
   b->link = (uintptr_t) next ^ kp_link_key (b);
 }
 
-KP_INLINE uintptr_t
-kp_free_tag (const kp_block_t *b)
-{
-  (void) b;
-  return kp_free_key;
-}
-
-/* B is free from now on / handed out from now on / marked free.  */
+/* The tag of a block its chunk's owner freed (kp_free_key, whose low
+   bit is 0), or that another thread freed (kp_free_key | 1): the
+   collection of remote frees tells a block that the owner freed again
+   meanwhile from its own by the low bit.  */
 KP_INLINE void
 kp_block_mark_free (kp_block_t *b)
 {
 #if KP_HARDEN
-  b->tag = kp_free_tag (b);
+  b->tag = kp_free_key;
 #else
   (void) b;
 #endif
 }
 
+KP_INLINE void
+kp_block_mark_remote (kp_block_t *b)
+{
+#if KP_HARDEN
+  b->tag = kp_free_key | 1;
+#else
+  (void) b;
+#endif
+}
+
+/* B is handed out from now on.  */
 KP_INLINE void
 kp_block_mark_live (kp_block_t *b)
 {
@@ -253,14 +260,26 @@ kp_block_mark_live (kp_block_t *b)
 #endif
 }
 
+/* B carries either tag: freed by the owner or by another thread.  */
 KP_INLINE bool
 kp_block_marked_free (const kp_block_t *b)
 {
 #if KP_HARDEN
-  return b->tag == kp_free_tag (b);
+  return (b->tag ^ kp_free_key) <= 1;
 #else
   (void) b;
   return false;
+#endif
+}
+
+KP_INLINE bool
+kp_block_marked_remote (const kp_block_t *b)
+{
+#if KP_HARDEN
+  return b->tag == (kp_free_key | 1);
+#else
+  (void) b;
+  return true;
 #endif
 }
 
@@ -833,17 +852,23 @@ KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);
 
-/* The pop of B, the head of C's free list, whose link was overwritten
-   while B was free: heap.c.  */
+/* The pop of B, the head of C's free list, that is not marked free (a
+   double free the owner's free let through, see kp_free_owned) or
+   whose link was overwritten while B was free: heap.c.  */
 KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
 
 /* Hand out B, the head of the free list of C, a chunk this thread
-   owns.  */
+   owns.  Hardened, B must carry a free tag: a block that is on the
+   list twice (an owner's double free) lost it when it was handed out
+   the first time, so it is caught here, before its second owner gets
+   it.  The tag shares B's cache line with the link.  */
 KP_INLINE void *
 kp_chunk_pop (kp_chunk_t *c, kp_block_t *b)
 {
   kp_block_t *next = kp_block_next (b);
-  if (KP_HARDEN && kp_unlikely (kp_link_suspect (b, next)) && next != NULL)
+  if (KP_HARDEN
+      && kp_unlikely (!kp_block_marked_free (b)
+                      || (kp_link_suspect (b, next) && next != NULL)))
     return kp_malloc_pop_bad (c, b);
   c->free = next;
   c->used++;
@@ -894,18 +919,25 @@ kp_free_push (kp_chunk_t *c, kp_block_t *b)
     kp_chunk_retire (c);
 }
 
-/* Free P, at offset OFF into C, a chunk this thread owns.  Hardened, two
-   tests tell the common case from those that need a look: P is not the
-   start of a block, or the decay gave pages of C back (a block in them
-   is free, and its mark went with them: divmagic is 0 then); or P is
-   marked free already.  */
+/* Free P, at offset OFF into C, a chunk this thread owns.  Hardened,
+   two tests on C's first cache line tell the common case from those
+   that need a look (kp_free_owned_check): P is not the start of a
+   block, or the decay gave pages of C back, or KAME_POOL_ON_MISUSE is
+   report (divmagic is 0 then: every free is checked); or P is the head
+   of C's free list.  The fast path does not read P's tag: in a large
+   live set P's line is cold, and a load miss would stall the free
+   where the stores to P wait in the store buffer.  A double free that
+   gets through is caught later, before the block could have two
+   owners: by the pop (kp_chunk_pop), by the collection of remote frees
+   (kp_chunk_collect), or by the count before C is released
+   (kp_chunk_release).  */
 KP_INLINE void
 kp_free_owned (kp_chunk_t *c, void *p, uintptr_t off)
 {
   kp_block_t *b = p;
 #if KP_HARDEN
   uint64_t m = c->divmagic;
-  if (kp_unlikely (off * m >= m) || kp_unlikely (kp_block_marked_free (b)))
+  if (kp_unlikely (off * m >= m) || kp_unlikely (b == c->free))
     {
       kp_free_owned_check (c, b, off);
       return;

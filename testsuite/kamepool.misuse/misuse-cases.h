@@ -52,6 +52,112 @@ KM_TEST (double_free_of_a_64_b_block_with_a_free_in_between)
   KM_EXPECT (sc_double_free_64_between, "free", "double free of");
 }
 
+/* Take 64-byte blocks one at a time and fail at once when one of them
+   is a block handed out before (in OUT, N of them) or one of LIVE: the
+   double free must be reported before its block has a second owner,
+   not only once the heap is looked at as a whole.  */
+static void
+km_no_second_owner (void **out, size_t n, void *const *live, size_t nlive)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      out[i] = kame_pool_malloc (64);
+      if (out[i] == NULL)
+        KM_FAIL ("malloc (64) #%zu failed", i);
+      for (size_t j = 0; j < i; j++)
+        if (out[j] == out[i])
+          KM_FAIL ("malloc (64) #%zu and #%zu both returned %p", j, i,
+                   out[i]);
+      for (size_t j = 0; j < nlive; j++)
+        if (live[j] == out[i])
+          KM_FAIL ("malloc (64) #%zu returned the live block %p", i,
+                   out[i]);
+    }
+}
+
+/* The owner's second free of P, with Q freed in between, puts P on the
+   list twice: the first malloc that comes to P again reports it.  */
+static void
+sc_double_free_64_second_owner (void)
+{
+  void *keep = km_block (64, 3);
+  void *p = km_block (64, 1);
+  void *q = km_block (64, 2);
+  kame_pool_free (p);
+  kame_pool_free (q);
+  km_misusing (p);
+  kame_pool_free (p);
+  void *out[64];
+  km_no_second_owner (out, 64, &keep, 1);
+  km_intact (keep, 64, 3);
+}
+
+KM_TEST (double_free_of_a_64_b_block_is_found_before_a_second_owner)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_64_second_owner, "free", "double free of");
+}
+
+/* Blocks of 64 bytes, 4096 a chunk (one unit).  */
+#define KM_UNIT ((uintptr_t) 256 * 1024)
+
+/* The owner's second free of P makes P's chunk look empty while L, a
+   block of it, is live: the chunk must not be released (nor its blocks
+   handed out again), and the walk of its list names P.  The chunk is
+   one whose 4096 blocks are all the scenario's, not the active one (a
+   later chunk has free blocks), so that its last free releases it.  */
+static void
+sc_double_free_empties_chunk (void)
+{
+  size_t n = 3 * 4096 + 16;
+  void **blk = km_scratch (n * sizeof *blk);
+  for (size_t i = 0; i < n; i++)
+    blk[i] = km_block (64, i);
+  uintptr_t unit = 0;
+  for (size_t i = 0; i < n && unit == 0; i++)
+    {
+      uintptr_t u = (uintptr_t) blk[i] & ~(KM_UNIT - 1);
+      size_t in = 0;
+      for (size_t j = 0; j < n; j++)
+        in += ((uintptr_t) blk[j] & ~(KM_UNIT - 1)) == u;
+      if (in == 4096)
+        unit = u;
+    }
+  if (unit == 0)
+    KM_FAIL ("no chunk holds 4096 of the %zu blocks", n);
+  void *l = NULL, *p = NULL, *q = NULL;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (((uintptr_t) blk[i] & ~(KM_UNIT - 1)) != unit)
+        continue;
+      if (l == NULL)
+        l = blk[i];
+      else if (p == NULL)
+        p = blk[i];
+      else if (q == NULL)
+        q = blk[i];
+      else
+        kame_pool_free (blk[i]);
+    }
+  kame_pool_free (p);
+  kame_pool_free (q);
+  km_misusing (p);
+  kame_pool_free (p);
+  size_t li = 0;
+  while (blk[li] != l)
+    li++;
+  km_intact (l, 64, li);
+  void *out[64];
+  km_no_second_owner (out, 64, &l, 1);
+  km_intact (l, 64, li);
+}
+
+KM_TEST (double_free_that_empties_a_chunk_while_a_block_is_live)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_empties_chunk, "free", "double free of");
+}
+
 /* The size of the block of sc_double_free, and how many blocks of that
    size km_no_block_twice takes afterwards.  */
 static size_t km_size, km_count;
@@ -642,6 +748,8 @@ KM_TEST (malloc_usable_size_of_a_stack_address)
 
 KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_b_block_with_a_free_in_between),
+         KM_CASE (double_free_of_a_64_b_block_is_found_before_a_second_owner),
+         KM_CASE (double_free_that_empties_a_chunk_while_a_block_is_live),
          KM_CASE (double_free_of_a_4_kib_block),
          KM_CASE (double_free_of_a_64_kib_block),
          KM_CASE (double_free_of_a_240_kib_block),

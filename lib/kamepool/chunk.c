@@ -1,5 +1,6 @@
-/* chunk.c -- small chunks: carving, remote frees, and the owned bit
-   that moves a chunk between threads.
+/* chunk.c -- small chunks: carving, remote frees, the owned bit that
+   moves a chunk between threads, and the moves between its owner's
+   lists that a free makes (unfull, displace, retire).
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -623,6 +624,63 @@ kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
   kp_units_release (c, pages);
 }
 
+/* The owner freed a block into C, which is on its full list (the block
+   is already on C's free list, and used not yet decremented).  While
+   the active chunk of the class has free blocks, C goes to the tail of
+   the partial list, where the frees of the blocks around it gather
+   while it waits: making it active with its one block would cost a
+   refill at almost every malloc under a large live set freed at
+   random.  When
+   the active chunk has none, C becomes the active chunk, and the one it
+   replaces is released when it is empty, and otherwise goes to the head
+   of the partial list, or back to the full list when it has no room.
+   (On the partial list an empty chunk would wait until its class is
+   next refilled, which may be never: a list emptied in order would
+   leave every chunk of its nodes' class behind.)  The next malloc then
+   returns the block just freed, whose line is still in the cache,
+   instead of one freed a whole chunk ago: on a ring of live 8 KiB
+   blocks, whose heads fall in the same cache set, that matters.  */
+/* A, the active chunk of its class in H, gives its place up: release
+   it if empty, else put it on the partial list (at the head when HEAD,
+   for a chunk whose blocks are still in the cache), or on the full list
+   when it has no room.  Out of line: kp_chunk_unfull's own path saves
+   no registers for it.  */
+KP_NOINLINE void
+kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
+{
+  a->active = false;
+  if (a->used == 0)
+    kp_chunk_release (a, KP_PAGES_LAZY);
+  else if (!kp_chunk_has_space (a))
+    kp_full_push (h, a);
+  else if (head)
+    {
+      kp_chunk_idle (h, a);
+      kp_clist_push_head (&h->partial[kp_chunk_cls (a)], a);
+    }
+  else
+    kp_partial_push (h, a);
+}
+
+void
+kp_chunk_unfull (kp_chunk_t *c)
+{
+  kp_heap_t *h = kp_tc.heap;
+  unsigned cls = kp_chunk_cls (c);
+  kp_full_remove (h, c);
+  c->used--;
+  kp_chunk_t *a = kp_tc.active[cls];
+  if (a->free != NULL)
+    {
+      kp_partial_push (h, c);
+      return;
+    }
+  kp_tc.active[cls] = c;
+  c->active = true;
+  if (a != &kp_empty_chunk)
+    kp_chunk_displace (h, a, true);
+}
+
 /* An owner free brought C's used count to 0.  The active chunk of a
    class stays, so a malloc/free loop does not claim and release a
    chunk each time; any other empty chunk goes back to the region.  */
@@ -778,11 +836,6 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
       kp_misuse ("free", "invalid pointer (not the start of a block):", p);
       return;
     }
-  /* A thread that frees before it ever allocated gets its heap now:
-     its frees are then counted in it without a read-modify-write, it
-     batches them, and it can foster the chunks it takes over.  */
-  if (kp_unlikely (kp_tc.heap == &kp_heap_none))
-    kp_thread_init ();
   kp_heap_t *h = kp_tc.heap;
   /* The class before the push: once the block is on the list, the
      owner may release the chunk and anyone claim it again.  */

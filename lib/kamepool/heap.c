@@ -1,6 +1,8 @@
-/* heap.c -- thread heaps: thread start and exit, the partial lists,
-   and the malloc slow path (refill).  The heap records themselves and
-   the thread's pointer to its heap are thread.c's.
+/* heap.c -- thread heaps: thread start and exit, the malloc slow path
+   (refill) and the decay.  The heap records themselves and the
+   thread's pointer to its heap are thread.c's, the operations on a
+   heap's lists of chunks are inline in kp_internal.h, and the moves
+   between those lists that a free makes are chunk.c's.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -15,172 +17,6 @@
 #include "kp_internal.h"
 
 static pthread_key_t kp_thread_key;
-
-static void
-kp_clist_push (kp_clist_t *l, kp_chunk_t *c)
-{
-  c->next = NULL;
-  c->prev = l->tail;
-  if (c->prev != NULL)
-    c->prev->next = c;
-  else
-    l->head = c;
-  l->tail = c;
-}
-
-static void
-kp_clist_push_head (kp_clist_t *l, kp_chunk_t *c)
-{
-  c->prev = NULL;
-  c->next = l->head;
-  if (c->next != NULL)
-    c->next->prev = c;
-  else
-    l->tail = c;
-  l->head = c;
-}
-
-static void
-kp_clist_remove (kp_clist_t *l, kp_chunk_t *c)
-{
-  if (c->prev != NULL)
-    c->prev->next = c->next;
-  else
-    {
-      KP_ASSERT (l->head == c);
-      l->head = c->next;
-    }
-  if (c->next != NULL)
-    c->next->prev = c->prev;
-  else
-    {
-      KP_ASSERT (l->tail == c);
-      l->tail = c->prev;
-    }
-  c->next = c->prev = NULL;
-}
-
-static inline unsigned
-kp_chunk_cls (const kp_chunk_t *c)
-{
-  return atomic_load_explicit (&c->cls, memory_order_relaxed);
-}
-
-/* C joins a partial list of H: from now on it is idle, and the decay
-   may give back its free pages once it has been idle for the delay.  */
-static inline void
-kp_chunk_idle (kp_heap_t *h, kp_chunk_t *c)
-{
-  c->idle_since = h->decay_now;
-  c->decayed = false;
-}
-
-void
-kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
-{
-  kp_chunk_idle (h, c);
-  kp_clist_push (&h->partial[kp_chunk_cls (c)], c);
-}
-
-void
-kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
-{
-  kp_clist_remove (&h->partial[kp_chunk_cls (c)], c);
-  if (c->fostered)
-    {
-      c->fostered = false;
-      h->fostered--;
-    }
-}
-
-static kp_chunk_t *
-kp_partial_pop (kp_heap_t *h, unsigned cls)
-{
-  kp_chunk_t *c = h->partial[cls].head;
-  if (c != NULL)
-    kp_partial_remove (h, c);
-  return c;
-}
-
-/* C, owned by H, has no free block and nothing left to carve: keep it
-   on the full list instead of abandoning it, so that the owner's next
-   free into it is a plain push (kp_chunk_unfull), not a take-over
-   through the remote path with three atomics.  */
-static void
-kp_full_push (kp_heap_t *h, kp_chunk_t *c)
-{
-  unsigned cls = kp_chunk_cls (c);
-  kp_clist_push (&h->full[cls], c);
-  c->full = true;
-  h->full_count[cls]++;
-  h->full_new[cls]++;
-}
-
-static void
-kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
-{
-  unsigned cls = kp_chunk_cls (c);
-  kp_clist_remove (&h->full[cls], c);
-  c->full = false;
-  h->full_count[cls]--;
-}
-
-/* The owner freed a block into C, which is on its full list (the block
-   is already on C's free list, and used not yet decremented).  While
-   the active chunk of the class has free blocks, C goes to the tail of
-   the partial list, where the frees of the blocks around it gather
-   while it waits: making it active with its one block would cost a
-   refill at almost every malloc under a large live set freed at
-   random.  When
-   the active chunk has none, C becomes the active chunk, and the one it
-   replaces is released when it is empty, and otherwise goes to the head
-   of the partial list, or back to the full list when it has no room.
-   (On the partial list an empty chunk would wait until its class is
-   next refilled, which may be never: a list emptied in order would
-   leave every chunk of its nodes' class behind.)  The next malloc then
-   returns the block just freed, whose line is still in the cache,
-   instead of one freed a whole chunk ago: on a ring of live 8 KiB
-   blocks, whose heads fall in the same cache set, that matters.  */
-/* A, the active chunk of its class in H, gives its place up: release
-   it if empty, else put it on the partial list (at the head when HEAD,
-   for a chunk whose blocks are still in the cache), or on the full list
-   when it has no room.  Out of line: kp_chunk_unfull's own path saves
-   no registers for it.  */
-static KP_NOINLINE void
-kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
-{
-  a->active = false;
-  if (a->used == 0)
-    kp_chunk_release (a, KP_PAGES_LAZY);
-  else if (!kp_chunk_has_space (a))
-    kp_full_push (h, a);
-  else if (head)
-    {
-      kp_chunk_idle (h, a);
-      kp_clist_push_head (&h->partial[kp_chunk_cls (a)], a);
-    }
-  else
-    kp_partial_push (h, a);
-}
-
-void
-kp_chunk_unfull (kp_chunk_t *c)
-{
-  kp_heap_t *h = kp_tc.heap;
-  unsigned cls = kp_chunk_cls (c);
-  kp_full_remove (h, c);
-  c->used--;
-  kp_chunk_t *a = kp_tc.active[cls];
-  if (a->free != NULL)
-    {
-      kp_partial_push (h, c);
-      return;
-    }
-  kp_tc.active[cls] = c;
-  c->active = true;
-  if (a != &kp_empty_chunk)
-    kp_chunk_displace (h, a, true);
-}
 
 /* Collect the remote frees of H's full chunks of class CLS: those that
    got some move to the partial list, the empty ones are released.
@@ -406,10 +242,19 @@ kp_thread_exit (void *arg)
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
 }
 
-bool
-kp_heap_process_init (void)
+/* The key whose destructor is kp_thread_exit, made by the first
+   kp_thread_init of the process (pthread_once, which is fork-safe and
+   does not allocate); false in kp_thread_key_made when the system had
+   no key left, and then no thread gets a heap: the C library serves
+   their small blocks.  */
+static pthread_once_t kp_thread_key_once = PTHREAD_ONCE_INIT;
+static bool kp_thread_key_made;
+
+static void
+kp_thread_key_make (void)
 {
-  return pthread_key_create (&kp_thread_key, kp_thread_exit) == 0;
+  kp_thread_key_made = pthread_key_create (&kp_thread_key,
+                                           kp_thread_exit) == 0;
 }
 
 /* Give this thread a heap.  The TLS pointer is set before
@@ -418,6 +263,9 @@ bool
 kp_thread_init (void)
 {
   if (!kp_ready ())
+    return false;
+  pthread_once (&kp_thread_key_once, kp_thread_key_make);
+  if (!kp_thread_key_made)
     return false;
   kp_heap_t *h = kp_heap_acquire ();
   if (h == NULL)

@@ -149,9 +149,11 @@ kp_atfork_child (void)
 static __thread bool kp_initialising KP_TLS_ATTR;
 
 /* Initialise the process once.  A thread that arrives while another
-   initialises waits for it (at most KP_INIT_WAIT_MS).  False when the
-   initialisation failed, when it is re-entered by the thread running
-   it, or when the wait ran out: the caller then uses the C library.  */
+   initialises waits for it (at most KP_INIT_WAIT_MS).  False when it is
+   re-entered by the thread running it, or when the wait ran out: the
+   caller then uses the C library.  (The pthread key of the heaps is
+   heap.c's, made by the first kp_thread_init, so that this file
+   reaches nothing above it.)  */
 bool
 kp_process_init (void)
 {
@@ -171,7 +173,7 @@ kp_process_init (void)
       if (state == KP_INIT_DONE)
         return true;
       if (state == KP_INIT_NONE)
-        continue;               /* the other thread's init failed: retry */
+        continue;               /* a fork's child started over: retry */
       uint32_t now = kp_clock_ms ();
       if (!waited)
         {
@@ -191,12 +193,11 @@ kp_process_init (void)
   kp_os_page_size ();
   kp_options_init ();
   kp_misuse_init ();
-  bool ok = kp_heap_process_init ();
-  if (ok)
-    pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
+  /* Without the handlers (no memory for them) a fork still works: the
+     child only loses the restart of an initialisation in progress.  */
+  pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
   errno = saved;
   kp_initialising = false;
-  atomic_store_explicit (&kp_init_state, ok ? KP_INIT_DONE : KP_INIT_NONE,
-                         memory_order_release);
-  return ok;
+  atomic_store_explicit (&kp_init_state, KP_INIT_DONE, memory_order_release);
+  return true;
 }

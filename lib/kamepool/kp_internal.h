@@ -440,7 +440,8 @@ typedef struct kp_rbatch
   uint8_t cls;
 } kp_rbatch_t;
 
-/* A doubly linked list of one heap's chunks, oldest first (heap.c).  */
+/* A doubly linked list of one heap's chunks, oldest first (the inline
+   kp_clist_* below).  */
 typedef struct kp_clist { kp_chunk_t *head, *tail; } kp_clist_t;
 
 /* A thread's part of the large recycle cache (cache.c), in its heap
@@ -536,6 +537,119 @@ KP_INLINE bool
 kp_heap_live (const kp_heap_t *h)
 {
   return h != &kp_heap_none && h != &kp_heap_dead;
+}
+
+/* ---- A heap's lists of chunks (inline: the chunk layer moves chunks
+   between them, the heap layer takes chunks from them).  Only the
+   heap's thread reads or writes them.  */
+
+KP_INLINE void
+kp_clist_push (kp_clist_t *l, kp_chunk_t *c)
+{
+  c->next = NULL;
+  c->prev = l->tail;
+  if (c->prev != NULL)
+    c->prev->next = c;
+  else
+    l->head = c;
+  l->tail = c;
+}
+
+KP_INLINE void
+kp_clist_push_head (kp_clist_t *l, kp_chunk_t *c)
+{
+  c->prev = NULL;
+  c->next = l->head;
+  if (c->next != NULL)
+    c->next->prev = c;
+  else
+    l->tail = c;
+  l->head = c;
+}
+
+KP_INLINE void
+kp_clist_remove (kp_clist_t *l, kp_chunk_t *c)
+{
+  if (c->prev != NULL)
+    c->prev->next = c->next;
+  else
+    {
+      KP_ASSERT (l->head == c);
+      l->head = c->next;
+    }
+  if (c->next != NULL)
+    c->next->prev = c->prev;
+  else
+    {
+      KP_ASSERT (l->tail == c);
+      l->tail = c->prev;
+    }
+  c->next = c->prev = NULL;
+}
+
+KP_INLINE unsigned
+kp_chunk_cls (const kp_chunk_t *c)
+{
+  return atomic_load_explicit (&c->cls, memory_order_relaxed);
+}
+
+/* C joins a partial list of H: from now on it is idle, and the decay
+   may give back its free pages once it has been idle for the delay.  */
+KP_INLINE void
+kp_chunk_idle (kp_heap_t *h, kp_chunk_t *c)
+{
+  c->idle_since = h->decay_now;
+  c->decayed = false;
+}
+
+KP_INLINE void
+kp_partial_push (kp_heap_t *h, kp_chunk_t *c)
+{
+  kp_chunk_idle (h, c);
+  kp_clist_push (&h->partial[kp_chunk_cls (c)], c);
+}
+
+KP_INLINE void
+kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
+{
+  kp_clist_remove (&h->partial[kp_chunk_cls (c)], c);
+  if (c->fostered)
+    {
+      c->fostered = false;
+      h->fostered--;
+    }
+}
+
+KP_INLINE kp_chunk_t *
+kp_partial_pop (kp_heap_t *h, unsigned cls)
+{
+  kp_chunk_t *c = h->partial[cls].head;
+  if (c != NULL)
+    kp_partial_remove (h, c);
+  return c;
+}
+
+/* C, owned by H, has no free block and nothing left to carve: keep it
+   on the full list instead of abandoning it, so that the owner's next
+   free into it is a plain push (kp_chunk_unfull), not a take-over
+   through the remote path with three atomics.  */
+KP_INLINE void
+kp_full_push (kp_heap_t *h, kp_chunk_t *c)
+{
+  unsigned cls = kp_chunk_cls (c);
+  kp_clist_push (&h->full[cls], c);
+  c->full = true;
+  h->full_count[cls]++;
+  h->full_new[cls]++;
+}
+
+KP_INLINE void
+kp_full_remove (kp_heap_t *h, kp_chunk_t *c)
+{
+  unsigned cls = kp_chunk_cls (c);
+  kp_clist_remove (&h->full[cls], c);
+  c->full = false;
+  h->full_count[cls]--;
 }
 
 /* ---- Size classes (sizeclass.c) --------------------------------------- */
@@ -729,6 +843,10 @@ KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
 KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
+/* The owner freed a block into C, on its full list / A, the active
+   chunk of its class in H, gives its place up.  */
+KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
+KP_HIDDEN void kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
 /* Publish every batch of remote frees H, the calling thread's live
@@ -756,10 +874,6 @@ kp_chunk_has_space (const kp_chunk_t *c)
 /* ---- Heaps and threads (heap.c) ---------------------------------------- */
 
 KP_HIDDEN void *kp_malloc_refill (size_t n);
-KP_HIDDEN bool kp_heap_process_init (void);
-KP_HIDDEN void kp_partial_push (kp_heap_t *h, kp_chunk_t *c);
-KP_HIDDEN void kp_partial_remove (kp_heap_t *h, kp_chunk_t *c);
-KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
@@ -769,9 +883,9 @@ KP_HIDDEN bool kp_thread_init (void);
 
 KP_HIDDEN bool kp_process_init (void);
 /* The process's initialisation: KP_INIT_NONE -> KP_INIT_RUNNING by the
-   CAS (acquire) of the thread that runs it, -> KP_INIT_DONE (or back to
-   NONE when it failed) by that thread's release store, RUNNING -> NONE
-   by the atfork child handler (relaxed: the child is single-threaded).
+   CAS (acquire) of the thread that runs it, -> KP_INIT_DONE by that
+   thread's release store, RUNNING -> NONE by the atfork child handler
+   (relaxed: the child is single-threaded).
    Read with acquire by every allocating thread (kp_ready): the settings
    and secrets written before the DONE store are then visible.  */
 enum { KP_INIT_NONE, KP_INIT_RUNNING, KP_INIT_DONE };
@@ -1011,7 +1125,15 @@ kp_free_pool (void *p)
   if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
     kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
   else
-    kp_free_remote (c, p);
+    {
+      /* A thread that frees before it ever allocated gets its heap now
+         (heap.c): its frees are then counted in it without a
+         read-modify-write, it batches them, and it can foster the
+         chunks it takes over.  */
+      if (kp_unlikely (h == &kp_heap_none))
+        kp_thread_init ();
+      kp_free_remote (c, p);
+    }
 }
 
 /* free's fast path: one load of the radix map tells a pool block from

@@ -16,27 +16,19 @@
 # below, which says why each is still there; those are printed with
 # "known:" in front.  The list is the layering's debt: it may only
 # shrink.
-order="os options radix sizeclass misuse policy numa thread region chunk large
-       cache heap init alloc trim stats mallinfo api interpose"
+order="os options radix sizeclass misuse policy numa thread region chunk init
+       large cache heap alloc trim stats mallinfo api interpose"
 
-# heap.c gives a thread its heap (kp_thread_init) and keeps the lists
-# of its chunks, which the chunk layer's frees move chunks between;
-# init.c holds the process initialisation and the C library's calls,
-# which the slow paths below it reach.  The large tier's allocation
-# looks in the cache, whose entries are the large tier's blocks.
-known="chunk:heap:kp_chunk_unfull chunk:heap:kp_partial_push
-       chunk:heap:kp_partial_remove chunk:heap:kp_thread_init
-       large:cache:kp_cache_drain large:cache:kp_cache_note_alloc
+# The large tier's allocation and free (large.c) look in the cache,
+# whose short paths fall back to them and whose entries are large.c's
+# blocks, and a thread whose first allocation is large gets its heap
+# there.
+known="large:cache:kp_cache_drain large:cache:kp_cache_note_alloc
        large:cache:kp_cache_put_mapping large:cache:kp_cache_take_chunk
        large:cache:kp_cache_take_mapping
        large:cache:kp_cache_take_mapping_smaller
        large:cache:kp_units_claim_retry
-       large:heap:kp_thread_init
-       large:init:kp_init_state large:init:kp_libc_free
-       large:init:kp_libc_malloc large:init:kp_libc_memalign
-       large:init:kp_process_init large:init:kp_units_fallback
-       heap:init:kp_init_state heap:init:kp_libc_malloc
-       heap:init:kp_process_init heap:init:kp_units_fallback"
+       large:heap:kp_thread_init"
 
 objdir=${1:?usage: layers.sh OBJDIR [NM]}
 nm=${2:-nm}

@@ -117,6 +117,17 @@ kp_memalign (size_t align, size_t n)
   return p;
 }
 
+/* A thread that frees before it ever allocated gets its heap now
+   (heap.c): its frees are then counted in it without a
+   read-modify-write, it batches them, and it can foster the chunks it
+   takes over.  */
+void
+kp_free_remote_first (void *p, kp_chunk_t *c)
+{
+  kp_thread_init ();
+  kp_free_remote (c, p);
+}
+
 /* P is in a small chunk: true if it starts a block that is not marked
    free; false after reporting misuse by the caller of CALL.  */
 static bool

@@ -960,6 +960,10 @@ KP_HIDDEN kp_chunk_t *kp_dedicated_trim (kp_chunk_t *c, unsigned units);
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 
 KP_HIDDEN void kp_free_cold (void *p);
+/* kp_free_remote for a thread that has no heap yet: a tail call,
+   with P first, in the register where the free path holds it, so that
+   the owner's free keeps no register for this branch.  */
+KP_HIDDEN void kp_free_remote_first (void *p, kp_chunk_t *c);
 KP_HIDDEN bool kp_owns (const void *p);
 KP_HIDDEN size_t kp_usable_size (const void *p);
 KP_HIDDEN void *kp_memalign (size_t align, size_t n);
@@ -1124,16 +1128,10 @@ kp_free_pool (void *p)
   c = kp_chunk_of (p);
   if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
     kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
+  else if (kp_unlikely (h == &kp_heap_none))
+    kp_free_remote_first (p, c);
   else
-    {
-      /* A thread that frees before it ever allocated gets its heap now
-         (heap.c): its frees are then counted in it without a
-         read-modify-write, it batches them, and it can foster the
-         chunks it takes over.  */
-      if (kp_unlikely (h == &kp_heap_none))
-        kp_thread_init ();
-      kp_free_remote (c, p);
-    }
+    kp_free_remote (c, p);
 }
 
 /* free's fast path: one load of the radix map tells a pool block from

@@ -34,8 +34,9 @@ KM_TEST (double_free_of_a_64_b_block)
   KM_EXPECT (sc_double_free_64, "free", "double free of");
 }
 
+/* Free a 64-byte block P, then another, then P again.  */
 static void
-sc_double_free_64_between (void)
+km_free_twice_with_one_between (void)
 {
   void *p = km_block (64, 1);
   void *q = km_block (64, 2);
@@ -43,6 +44,12 @@ sc_double_free_64_between (void)
   kame_pool_free (q);
   km_misusing (p);
   kame_pool_free (p);
+}
+
+static void
+sc_double_free_64_between (void)
+{
+  km_free_twice_with_one_between ();
   km_no_block_twice (64, N64, NULL, 0);
 }
 
@@ -81,12 +88,7 @@ static void
 sc_double_free_64_second_owner (void)
 {
   void *keep = km_block (64, 3);
-  void *p = km_block (64, 1);
-  void *q = km_block (64, 2);
-  kame_pool_free (p);
-  kame_pool_free (q);
-  km_misusing (p);
-  kame_pool_free (p);
+  km_free_twice_with_one_between ();
   void *out[64];
   km_no_second_owner (out, 64, &keep, 1);
   km_intact (keep, 64, 3);

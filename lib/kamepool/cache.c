@@ -232,7 +232,8 @@ kp_l1_room_update (kp_heap_t *h)
   size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
   size_t held = kp_l1_bytes (h) + kp_l2_bytes ();
   size_t room = held < cap ? cap - held : 0;
-  size_t unstreaked = h->cache.free_streak < cap ? cap - h->cache.free_streak : 0;
+  size_t streak = h->cache.free_streak;
+  size_t unstreaked = streak < cap ? cap - streak : 0;
   h->cache.l1_room = room < unstreaked ? room : unstreaked;
   h->cache.l1_gen = gen;
 }
@@ -476,7 +477,8 @@ kp_large_allocated_others (const kp_heap_t *self)
   size_t sum = 0;
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     if (h != self)
-      sum += atomic_load_explicit (&h->cache.large_allocated, memory_order_relaxed);
+      sum += atomic_load_explicit (&h->cache.large_allocated,
+                                   memory_order_relaxed);
   return sum;
 }
 
@@ -505,7 +507,8 @@ kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
   size_t others = kp_large_allocated_others (h);
   size_t paid = others - h->cache.streak_seen;
   h->cache.streak_seen = others;
-  h->cache.free_streak = h->cache.free_streak > paid ? h->cache.free_streak - paid : 0;
+  size_t streak = h->cache.free_streak;
+  h->cache.free_streak = streak > paid ? streak - paid : 0;
   if (h->cache.free_streak <= cap)
     return false;
   kp_cache_drain ();
@@ -546,9 +549,9 @@ kp_cache_note_alloc (size_t bytes)
 KP_INLINE bool
 kp_l1_put_fast (kp_heap_t *h, uintptr_t e, size_t bytes)
 {
+  unsigned gen = atomic_load_explicit (&kp_cache_gen, memory_order_relaxed);
   if (kp_unlikely (bytes > h->cache.l1_room)
-      || kp_unlikely (h->cache.l1_gen != atomic_load_explicit (&kp_cache_gen,
-                                                         memory_order_relaxed)))
+      || kp_unlikely (h->cache.l1_gen != gen))
     return false;
   /* After the newest entry, so that the entries stay oldest first
      (but for the gaps that takes leave).  */

@@ -135,8 +135,11 @@ static inline void
 kp_chunk_unpurged_one (kp_chunk_t *c)
 {
   if (--c->npurged == 0)
-    c->divmagic = kp_divmagic_fast (atomic_load_explicit (&c->block_size,
-                                                          memory_order_relaxed));
+    {
+      size_t size = atomic_load_explicit (&c->block_size,
+                                          memory_order_relaxed);
+      c->divmagic = kp_divmagic_fast (size);
+    }
 }
 
 static inline bool
@@ -406,17 +409,18 @@ kp_remote_pending (unsigned cls)
 #define KP_PURGE_MAX_BLOCKS (KP_UNIT_SIZE / 16)
 
 /* Set in FREEMAP the bit of every block on C's free list (one bit per
-   block of C, capacity bits).  A block met twice is on the list twice:
-   a double free that the owner's free let through (kp_free_owned),
-   which the walk reports, ending the list before the second meeting:
-   true then.  */
+   block below C's bump pointer, which the list's blocks all are).  A
+   block met twice is on the list twice: a double free that the owner's
+   free let through (kp_free_owned), which the walk reports, ending the
+   list before the second meeting: true then.  */
 static bool
 kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
 {
   size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   char *data = kp_chunk_data (c);
-  KP_ASSERT (c->capacity <= KP_PURGE_MAX_BLOCKS);
-  for (size_t i = 0; i < (c->capacity + 63) / 64; i++)
+  size_t carved = (size_t) (c->bump - data) / size;
+  KP_ASSERT (carved <= KP_PURGE_MAX_BLOCKS);
+  for (size_t i = 0; i < (carved + 63) / 64; i++)
     freemap[i] = 0;
   kp_block_t *prev = NULL;
   for (kp_block_t *b = c->free; b != NULL; prev = b, b = kp_block_next (b))
@@ -624,22 +628,6 @@ kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
   kp_units_release (c, pages);
 }
 
-/* The owner freed a block into C, which is on its full list (the block
-   is already on C's free list, and used not yet decremented).  While
-   the active chunk of the class has free blocks, C goes to the tail of
-   the partial list, where the frees of the blocks around it gather
-   while it waits: making it active with its one block would cost a
-   refill at almost every malloc under a large live set freed at
-   random.  When
-   the active chunk has none, C becomes the active chunk, and the one it
-   replaces is released when it is empty, and otherwise goes to the head
-   of the partial list, or back to the full list when it has no room.
-   (On the partial list an empty chunk would wait until its class is
-   next refilled, which may be never: a list emptied in order would
-   leave every chunk of its nodes' class behind.)  The next malloc then
-   returns the block just freed, whose line is still in the cache,
-   instead of one freed a whole chunk ago: on a ring of live 8 KiB
-   blocks, whose heads fall in the same cache set, that matters.  */
 /* A, the active chunk of its class in H, gives its place up: release
    it if empty, else put it on the partial list (at the head when HEAD,
    for a chunk whose blocks are still in the cache), or on the full list
@@ -662,6 +650,22 @@ kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
     kp_partial_push (h, a);
 }
 
+/* The owner freed a block into C, which is on its full list (the block
+   is already on C's free list, and used not yet decremented).  While
+   the active chunk of the class has free blocks, C goes to the tail of
+   the partial list, where the frees of the blocks around it gather
+   while it waits: making it active with its one block would cost a
+   refill at almost every malloc under a large live set freed at
+   random.  When the active chunk has none, C becomes the active
+   chunk, and the one it replaces is released when it is empty, and
+   otherwise goes to the head of the partial list, or back to the full
+   list when it has no room.
+   (On the partial list an empty chunk would wait until its class is
+   next refilled, which may be never: a list emptied in order would
+   leave every chunk of its nodes' class behind.)  The next malloc then
+   returns the block just freed, whose line is still in the cache,
+   instead of one freed a whole chunk ago: on a ring of live 8 KiB
+   blocks, whose heads fall in the same cache set, that matters.  */
 void
 kp_chunk_unfull (kp_chunk_t *c)
 {

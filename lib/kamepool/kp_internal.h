@@ -878,7 +878,6 @@ KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
 
-
 /* ---- Process init, libc fallback (init.c) ------------------------------ */
 
 KP_HIDDEN bool kp_process_init (void);
@@ -1077,15 +1076,16 @@ kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
   size_t bytes = (size_t) units << KP_UNIT_SHIFT;
   size_t n = h->cache.l1_top;
+  unsigned gen = atomic_load_explicit (&kp_cache_gen, memory_order_relaxed);
   if (kp_likely (bytes <= h->cache.l1_room) && kp_likely (n < KP_L1_SLOTS)
-      && kp_likely (h->cache.l1_gen == atomic_load_explicit (&kp_cache_gen,
-                                                       memory_order_relaxed)))
+      && kp_likely (h->cache.l1_gen == gen))
     {
       atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
       h->cache.l1_top = n + 1;
       h->cache.l1_room -= bytes;
       h->cache.free_streak += bytes;
-      atomic_store_explicit (&h->cache.l1[n], (uintptr_t) p | (uintptr_t) units << 1,
+      atomic_store_explicit (&h->cache.l1[n],
+                             (uintptr_t) p | (uintptr_t) units << 1,
                              memory_order_relaxed);
       return;
     }

@@ -85,10 +85,11 @@ kp_option_decay (void)
   atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
 }
 
+/* V, the value of KAME_POOL_ON_MISUSE (NULL when unset), asks for
+   report.  */
 static bool
-kp_option_misuse_report (void)
+kp_option_misuse_report (const char *v)
 {
-  const char *v = getenv ("KAME_POOL_ON_MISUSE");
   return v != NULL && strcasecmp (v, "report") == 0;
 }
 
@@ -100,7 +101,7 @@ kp_option_misuse_aborts (void)
 {
   if (atomic_load_explicit (&kp_options_done, memory_order_acquire))
     return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
-  return !kp_option_misuse_report ();
+  return !kp_option_misuse_report (getenv ("KAME_POOL_ON_MISUSE"));
 }
 
 /* KAME_POOL_ON_MISUSE: abort (the default) or report.  */
@@ -110,7 +111,7 @@ kp_option_misuse (void)
   const char *v = getenv ("KAME_POOL_ON_MISUSE");
   if (v == NULL || *v == '\0' || strcasecmp (v, "abort") == 0)
     return;
-  if (strcasecmp (v, "report") == 0)
+  if (kp_option_misuse_report (v))
     atomic_store_explicit (&kp_misuse_abort, 0, memory_order_relaxed);
   else
     kp_os_write_stderr ("kamepool: KAME_POOL_ON_MISUSE must be abort or "

@@ -91,63 +91,6 @@ _Atomic (unsigned) kp_cache_gen = 1;
 
 /* ---- Entries ------------------------------------------------------------ */
 
-#define KP_ENTRY_MAPPING ((uintptr_t) 1)
-/* The biggest mapping an entry can describe: its pages in the 24 bits
-   above the flag.  */
-#define KP_ENTRY_MAPPING_MAX ((((size_t) 1 << 24) - 1) << 12)
-
-/* The entry of a chunk of UNITS units whose data starts at BASE.  */
-static inline uintptr_t
-kp_entry_chunk_at (const void *base, unsigned units)
-{
-  return (uintptr_t) base | (uintptr_t) units << 1;
-}
-
-static inline uintptr_t
-kp_entry_chunk (const kp_chunk_t *c)
-{
-  return kp_entry_chunk_at (kp_chunk_data (c),
-                            atomic_load_explicit (&c->units,
-                                                  memory_order_relaxed));
-}
-
-static inline uintptr_t
-kp_entry_mapping (void *base, size_t map_size)
-{
-  return (uintptr_t) base | (uintptr_t) (map_size >> 12) << 1
-         | KP_ENTRY_MAPPING;
-}
-
-static inline bool
-kp_entry_is_mapping (uintptr_t e)
-{
-  return (e & KP_ENTRY_MAPPING) != 0;
-}
-
-static inline size_t
-kp_entry_bytes (uintptr_t e)
-{
-  if (kp_entry_is_mapping (e))
-    return (size_t) ((e & KP_REGION_MASK) >> 1) << 12;
-  return (size_t) ((e & (KP_UNIT_SIZE - 1)) >> 1) << KP_UNIT_SHIFT;
-}
-
-/* The descriptor of the cached chunk whose data starts at BASE: the
-   descriptor of BASE's own unit, with no back-offset to read.  */
-static inline kp_chunk_t *
-kp_entry_chunk_desc (void *base)
-{
-  kp_region_t *r = kp_region_of (base);
-  return &r->desc[((uintptr_t) base & KP_REGION_MASK) >> KP_UNIT_SHIFT];
-}
-
-static inline void *
-kp_entry_base (uintptr_t e)
-{
-  return (void *) (e & ~(kp_entry_is_mapping (e) ? KP_REGION_MASK
-                                                 : KP_UNIT_SIZE - 1));
-}
-
 /* Does entry E serve a request of kind MAPPING for NEED bytes?  A
    chunk must have exactly the units asked for, and a huge mapping
    (above 32 MiB) serves and is served only by its own size; a smaller
@@ -180,7 +123,8 @@ kp_entry_release (uintptr_t e)
   if (kp_entry_is_mapping (e))
     kp_mapping_release (kp_entry_base (e));
   else
-    kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)), KP_PAGES_LAZY_LARGE);
+    kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)),
+                      KP_PAGES_LAZY_LARGE);
 }
 
 /* ---- Levels -------------------------------------------------------------- */
@@ -196,21 +140,6 @@ static inline size_t
 kp_l2_bytes (void)
 {
   return atomic_load_explicit (&kp_l2_total, memory_order_relaxed);
-}
-
-/* H's first-level entry I, and its update by the owner: relaxed, so
-   plain moves, for kame_pool_get_stats reads them from other
-   threads.  */
-KP_INLINE uintptr_t
-kp_l1_get (const kp_heap_t *h, size_t i)
-{
-  return atomic_load_explicit (&h->cache.l1[i], memory_order_relaxed);
-}
-
-KP_INLINE void
-kp_l1_set (kp_heap_t *h, size_t i, uintptr_t e)
-{
-  atomic_store_explicit (&h->cache.l1[i], e, memory_order_relaxed);
 }
 
 /* The bytes H's first level holds.  */
@@ -236,28 +165,6 @@ kp_l1_room_update (kp_heap_t *h)
   size_t unstreaked = streak < cap ? cap - streak : 0;
   h->cache.l1_room = room < unstreaked ? room : unstreaked;
   h->cache.l1_gen = gen;
-}
-
-/* The owner took BYTES out of its first level for a request: they go
-   back to the budget, and the free streak ends (see the top of the
-   file).  */
-KP_INLINE void
-kp_l1_take_fast (kp_heap_t *h, size_t bytes)
-{
-  h->cache.l1_room += bytes;
-  h->cache.free_streak = 0;
-}
-
-/* Take H's first-level entry I out; its bytes go back to the budget.  */
-static inline uintptr_t
-kp_l1_take (kp_heap_t *h, unsigned i)
-{
-  uintptr_t e = kp_l1_get (h, i);
-  kp_l1_set (h, i, 0);
-  if (i + 1 == h->cache.l1_top)
-    h->cache.l1_top = i;
-  h->cache.l1_room += kp_entry_bytes (e);
-  return e;
 }
 
 /* The best fits among the N entries of SLOTS (a first level or the
@@ -338,9 +245,9 @@ kp_l1_fit (kp_heap_t *h, bool mapping, size_t need, unsigned *bigger)
   return fit;
 }
 
-/* kp_l1_fit out of line, for the loop's fast path (kp_cache_malloc_mapping),
+/* kp_l1_fit out of line, for the loop's fast path (kp_malloc_mapping),
    which must not carry the scan's registers.  */
-static KP_NOINLINE unsigned
+KP_NOINLINE unsigned
 kp_l1_fit_call (kp_heap_t *h, size_t need)
 {
   return kp_l1_fit (h, true, need, NULL);
@@ -645,94 +552,6 @@ kp_cache_put (uintptr_t e, bool freed)
 
 /* ---- The tiers' interface ----------------------------------------------- */
 
-/* malloc of N bytes above the small classes, up to 4 MiB: a dedicated
-   chunk of exactly the units N needs from the thread's own cache, the
-   case of a loop over one large size, with no further call and no
-   atomic read-modify-write; else the long way, kp_malloc_large.  */
-void *
-kp_cache_malloc_dedicated (size_t n)
-{
-  /* No test that the heap is live: the sentinels' first levels stay
-     empty, l1_top 0 (kp_cache_heap never hands them out, and their
-     budget is 0), and WANT is never zero, nor the low bits of a
-     mapping's entry, which are odd.  */
-  kp_heap_t *h = kp_tc.heap;
-  KP_ASSERT (n > KP_SMALL_MAX && n <= KP_DEDICATED_MAX);
-  uintptr_t want = ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT) << 1;
-  /* Newest first: the last put, where a loop's one block always is,
-     in straight-line code; then the older ones.  */
-  size_t i = h->cache.l1_top - 1;
-  uintptr_t e;
-  if (kp_likely (i < KP_L1_SLOTS)
-      && kp_likely (((e = atomic_load_explicit (&h->cache.l1[i],
-                                                memory_order_relaxed))
-                     & (KP_UNIT_SIZE - 1)) == want))
-    h->cache.l1_top = i;
-  else
-    {
-      if (i >= KP_L1_SLOTS)
-        return kp_malloc_large (n, 0);  /* empty */
-      do
-        if (i-- == 0)
-          return kp_malloc_large (n, 0);
-      while (((e = kp_l1_get (h, i)) & (KP_UNIT_SIZE - 1)) != want);
-    }
-  /* A chunk's entry: kp_l1_take and kp_entry_base without their test
-     for a mapping.  */
-  atomic_store_explicit (&h->cache.l1[i], 0, memory_order_relaxed);
-  kp_l1_take_fast (h, (size_t) want << (KP_UNIT_SHIFT - 1));
-  void *base = (void *) (e - want);
-  atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
-                         KP_KIND_DEDICATED, memory_order_relaxed);
-  return base;
-}
-
-/* malloc of N bytes above 4 MiB: the smallest mapping in the thread's
-   own cache that fits, reused whole, with no further search and no
-   atomic read-modify-write; else the long way, kp_malloc_large, which
-   looks in both levels.  */
-void *
-kp_cache_malloc_mapping (size_t n)
-{
-  kp_heap_t *h = kp_tc.heap;
-  size_t page = kp_os_page_size ();
-  if (n > KP_REGION_SIZE - 2 * page)
-    return kp_malloc_large (n, 0);
-  size_t need = (n + 2 * page - 1) & ~(page - 1);       /* header page */
-  /* An exact fit in the newest entry first, the loop's case, by the
-     entry's low bits alone (its size and flag), in straight-line code;
-     as in kp_cache_malloc_dedicated, a sentinel's empty first level
-     needs no test.  Else the best fit.  */
-  uintptr_t want = kp_entry_mapping (NULL, need);
-  size_t top = h->cache.l1_top, i = top - 1;
-  uintptr_t e;
-  if (kp_likely (i < KP_L1_SLOTS)
-      && kp_likely (((e = kp_l1_get (h, i)) & KP_REGION_MASK) == want))
-    {
-      kp_l1_set (h, i, 0);
-      h->cache.l1_top = i;
-      kp_l1_take_fast (h, need);
-      return kp_mapping_recycle ((void *) (e - want), need, n);
-    }
-  unsigned fit = top;
-  do
-    if (fit-- == 0)
-      {
-        fit = KP_L1_SLOTS;
-        break;
-      }
-  while ((kp_l1_get (h, fit) & KP_REGION_MASK) != want);
-  if (fit == KP_L1_SLOTS)
-    {
-      if (!kp_heap_live (h)
-          || (fit = kp_l1_fit_call (h, need)) == KP_L1_SLOTS)
-        return kp_malloc_large (n, 0);
-    }
-  e = kp_l1_take (h, fit);
-  h->cache.free_streak = 0;
-  return kp_mapping_recycle (kp_entry_base (e), kp_entry_bytes (e), n);
-}
-
 /* The long way of kp_cache_free_dedicated: C's entry E into the cache,
    else C's units are released.  */
 static KP_NOINLINE void
@@ -827,14 +646,20 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
   return kp_entry_base (e);
 }
 
-bool
-kp_cache_put_mapping (void *base, size_t map_size)
+/* The long way of kp_cache_free_mapping.  */
+static KP_NOINLINE void
+kp_cache_free_mapping_long (uintptr_t e)
 {
-  if (map_size > KP_ENTRY_MAPPING_MAX
-      || ((uintptr_t) base & KP_REGION_MASK) != 0 || (map_size & 4095) != 0)
-    return false;
-  uintptr_t e = kp_entry_mapping (base, map_size);
-  return kp_l1_put_fast (kp_tc.heap, e, map_size) || kp_cache_put (e, true);
+  if (!kp_cache_put (e, true))
+    kp_mapping_release (kp_entry_base (e));
+}
+
+void
+kp_cache_free_mapping (uintptr_t e)
+{
+  KP_ASSERT (kp_entry_is_mapping (e));
+  if (!kp_l1_put_fast (kp_tc.heap, e, kp_entry_mapping_bytes (e)))
+    kp_cache_free_mapping_long (e);
 }
 
 bool

@@ -95,6 +95,13 @@
    pages (chunk.c; a larger page size needs fewer bits).  */
 #define KP_PURGE_WORDS 4
 
+/* N rounded up to TO, a power of two.  */
+static inline size_t
+kp_round_up (size_t n, size_t to)
+{
+  return (n + to - 1) & ~(to - 1);
+}
+
 /* ---- Tunables ---------------------------------------------------------
 
    The compile-time choices of the policies, in one place; the settings
@@ -909,16 +916,139 @@ KP_HIDDEN void *kp_units_fallback (size_t n, size_t align);
 
 /* ---- Large blocks (large.c) -------------------------------------------- */
 
-KP_HIDDEN void *kp_malloc_large (size_t n, size_t align);
-KP_HIDDEN void kp_large_free (void *p, int kind);
 KP_HIDDEN size_t kp_large_usable (const void *p, int kind);
 KP_HIDDEN bool kp_large_owns (const void *p, int kind);
 KP_HIDDEN bool kp_large_grow (void *p, size_t n);
 KP_HIDDEN bool kp_dedicated_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
+/* Write the header at HEAD of a new mapping of MAP_SIZE bytes at
+   MAP_BASE whose block BLOCK serves N bytes, and set the radix entry
+   of BLOCK's region to KIND; BLOCK.  */
+KP_HIDDEN void *kp_mapping_publish (void *head, size_t n, char *map_base,
+                                    size_t map_size, char *block, int kind);
+/* The cached mapping at BASE (GOT bytes) made the block of a live
+   mapping of N bytes; the block.  */
+KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
+/* The free of a large block P: its mapping's cache entry, for the
+   cache, or 0 when large.c has dealt with P (see there).  */
+KP_HIDDEN uintptr_t kp_mapping_free (void *p, int kind);
+/* Unmap a mapping the cache held; cut a cached mapping or dedicated
+   chunk down to what a request needs.  */
+KP_HIDDEN void kp_mapping_release (void *base);
+KP_HIDDEN size_t kp_mapping_trim (void *base, size_t have, size_t want);
+KP_HIDDEN kp_chunk_t *kp_dedicated_trim (kp_chunk_t *c, unsigned units);
 
 /* ---- Large recycle cache (cache.c) ------------------------------------- */
+
+/* An entry of the large cache is one word: the block's base (a
+   dedicated chunk's data, 256 KiB-aligned, or a mapping, 32
+   MiB-aligned) with its size in the low bits that the alignment leaves
+   free (cache.c says more).  The entries and the owner's operations on
+   its first level are inline here for the cache and for the short
+   paths of large allocation above it (largealloc.c).  */
+
+#define KP_ENTRY_MAPPING ((uintptr_t) 1)
+/* The biggest mapping an entry can describe: its pages in the 24 bits
+   above the flag.  */
+#define KP_ENTRY_MAPPING_MAX ((((size_t) 1 << 24) - 1) << 12)
+
+/* The entry of a chunk of UNITS units whose data starts at BASE.  */
+static inline uintptr_t
+kp_entry_chunk_at (const void *base, unsigned units)
+{
+  return (uintptr_t) base | (uintptr_t) units << 1;
+}
+
+static inline uintptr_t
+kp_entry_chunk (const kp_chunk_t *c)
+{
+  return kp_entry_chunk_at (kp_chunk_data (c),
+                            atomic_load_explicit (&c->units,
+                                                  memory_order_relaxed));
+}
+
+static inline uintptr_t
+kp_entry_mapping (void *base, size_t map_size)
+{
+  return (uintptr_t) base | (uintptr_t) (map_size >> 12) << 1
+         | KP_ENTRY_MAPPING;
+}
+
+static inline bool
+kp_entry_is_mapping (uintptr_t e)
+{
+  return (e & KP_ENTRY_MAPPING) != 0;
+}
+
+/* The bytes of E, a mapping's entry.  */
+static inline size_t
+kp_entry_mapping_bytes (uintptr_t e)
+{
+  return (size_t) ((e & KP_REGION_MASK) >> 1) << 12;
+}
+
+static inline size_t
+kp_entry_bytes (uintptr_t e)
+{
+  if (kp_entry_is_mapping (e))
+    return kp_entry_mapping_bytes (e);
+  return (size_t) ((e & (KP_UNIT_SIZE - 1)) >> 1) << KP_UNIT_SHIFT;
+}
+
+/* The descriptor of the cached chunk whose data starts at BASE: the
+   descriptor of BASE's own unit, with no back-offset to read.  */
+static inline kp_chunk_t *
+kp_entry_chunk_desc (void *base)
+{
+  kp_region_t *r = kp_region_of (base);
+  return &r->desc[((uintptr_t) base & KP_REGION_MASK) >> KP_UNIT_SHIFT];
+}
+
+static inline void *
+kp_entry_base (uintptr_t e)
+{
+  return (void *) (e & ~(kp_entry_is_mapping (e) ? KP_REGION_MASK
+                                                 : KP_UNIT_SIZE - 1));
+}
+
+/* H's first-level entry I, and its update by the owner: relaxed, so
+   plain moves, for kame_pool_get_stats reads them from other
+   threads.  */
+KP_INLINE uintptr_t
+kp_l1_get (const kp_heap_t *h, size_t i)
+{
+  return atomic_load_explicit (&h->cache.l1[i], memory_order_relaxed);
+}
+
+KP_INLINE void
+kp_l1_set (kp_heap_t *h, size_t i, uintptr_t e)
+{
+  atomic_store_explicit (&h->cache.l1[i], e, memory_order_relaxed);
+}
+
+/* The owner took BYTES out of its first level for a request: they go
+   back to the budget, and the free streak ends (see the top of the
+   file).  */
+KP_INLINE void
+kp_l1_take_fast (kp_heap_t *h, size_t bytes)
+{
+  h->cache.l1_room += bytes;
+  h->cache.free_streak = 0;
+}
+
+/* Take H's first-level entry I out; its bytes go back to the budget.  */
+static inline uintptr_t
+kp_l1_take (kp_heap_t *h, unsigned i)
+{
+  uintptr_t e = kp_l1_get (h, i);
+  kp_l1_set (h, i, 0);
+  if (i + 1 == h->cache.l1_top)
+    h->cache.l1_top = i;
+  h->cache.l1_room += kp_entry_bytes (e);
+  return e;
+}
+
 
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
@@ -933,14 +1063,6 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
-/* malloc of N bytes above the small classes, up to 4 MiB (dedicated)
-   or above (mapping): from the thread's own cache when it has a fit,
-   else the long way (kp_malloc_large).  */
-KP_HIDDEN void *kp_cache_malloc_dedicated (size_t n);
-KP_HIDDEN void *kp_cache_malloc_mapping (size_t n);
-/* The cached mapping at BASE (GOT bytes) made the block of a live
-   mapping of N bytes; the block.  */
-KP_HIDDEN void *kp_mapping_recycle (char *base, size_t got, size_t n);
 /* Free P, the block of dedicated chunk C; H is kp_tc.heap.  */
 KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h);
 /* The generation of the large cache's cap (cache.c).  */
@@ -948,13 +1070,37 @@ extern _Atomic (unsigned) kp_cache_gen KP_HIDDEN;
 /* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
    one cut down to MAP_SIZE (its size in *GOT), or NULL.  */
 KP_HIDDEN void *kp_cache_take_mapping (size_t map_size, size_t *got);
-KP_HIDDEN bool kp_cache_put_mapping (void *base, size_t map_size);
+/* Keep the mapping of entry E, which large.c has marked cached, if
+   the cap allows; else unmap it.  */
+KP_HIDDEN void kp_cache_free_mapping (uintptr_t e);
 KP_HIDDEN void *kp_cache_take_mapping_smaller (size_t map_size, size_t *got);
-/* large.c: unmap a mapping the cache held; cut a cached mapping or
-   dedicated chunk down to what a request needs.  */
-KP_HIDDEN void kp_mapping_release (void *base);
-KP_HIDDEN size_t kp_mapping_trim (void *base, size_t have, size_t want);
-KP_HIDDEN kp_chunk_t *kp_dedicated_trim (kp_chunk_t *c, unsigned units);
+
+/* The first fit in H's first level for a mapping of NEED bytes, out
+   of line for the short path (kp_malloc_mapping); KP_L1_SLOTS when
+   none fits.  */
+KP_HIDDEN unsigned kp_l1_fit_call (kp_heap_t *h, size_t need);
+
+/* ---- Large allocation (largealloc.c) ----------------------------------- */
+
+/* malloc of N bytes above the small classes, up to 4 MiB (dedicated)
+   or above (mapping): from the thread's own cache when it has a fit,
+   else the long way, kp_malloc_large.  */
+KP_HIDDEN void *kp_malloc_dedicated (size_t n);
+KP_HIDDEN void *kp_malloc_mapping (size_t n);
+/* N bytes above the small classes aligned to ALIGN (0 or a power of
+   two), from the cache or new; NULL and ENOMEM when there is none.  */
+KP_HIDDEN void *kp_malloc_large (size_t n, size_t align);
+
+/* Free P, whose region's radix entry KIND is LARGE or LARGE_PREV:
+   into the cache when large.c says it may go there and the cap allows,
+   else unmapped.  */
+KP_INLINE void
+kp_large_free (void *p, int kind)
+{
+  uintptr_t e = kp_mapping_free (p, kind);
+  if (e != 0)
+    kp_cache_free_mapping (e);
+}
 
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 
@@ -1013,8 +1159,8 @@ kp_malloc (size_t n)
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
   if (n <= KP_SMALL_MAX)
     return kp_malloc_class (kp_mid_class (n), n);
-  return n <= KP_DEDICATED_MAX ? kp_cache_malloc_dedicated (n)
-                               : kp_cache_malloc_mapping (n);
+  return n <= KP_DEDICATED_MAX ? kp_malloc_dedicated (n)
+                               : kp_malloc_mapping (n);
 }
 
 /* Push B on the free list of C, a chunk this thread owns, unchecked.  */

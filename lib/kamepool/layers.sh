@@ -17,18 +17,10 @@
 # "known:" in front.  The list is the layering's debt: it may only
 # shrink.
 order="os options radix sizeclass misuse policy numa thread region chunk init
-       large cache heap alloc trim stats mallinfo api interpose"
+       large cache heap largealloc alloc trim stats mallinfo api interpose"
 
-# The large tier's allocation and free (large.c) look in the cache,
-# whose short paths fall back to them and whose entries are large.c's
-# blocks, and a thread whose first allocation is large gets its heap
-# there.
-known="large:cache:kp_cache_drain large:cache:kp_cache_note_alloc
-       large:cache:kp_cache_put_mapping large:cache:kp_cache_take_chunk
-       large:cache:kp_cache_take_mapping
-       large:cache:kp_cache_take_mapping_smaller
-       large:cache:kp_units_claim_retry
-       large:heap:kp_thread_init"
+# None is known: every reference goes down.
+known=""
 
 objdir=${1:?usage: layers.sh OBJDIR [NM]}
 nm=${2:-nm}

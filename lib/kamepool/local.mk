@@ -17,6 +17,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/heap.c \
 	lib/kamepool/large.c \
 	lib/kamepool/cache.c \
+	lib/kamepool/largealloc.c \
 	lib/kamepool/alloc.c \
 	lib/kamepool/misuse.c \
 	lib/kamepool/stats.c \

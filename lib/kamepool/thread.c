@@ -34,7 +34,7 @@ __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
 
 /* The sentinel heaps stay all zero: nothing is ever stored in them
    (kp_cache_heap and kp_heap_live keep them out), and
-   kp_cache_malloc_dedicated relies on their empty first level.  */
+   kp_malloc_dedicated relies on their empty first level.  */
 kp_heap_t kp_heap_none;         /* this thread has no heap yet */
 kp_heap_t kp_heap_dead;         /* this thread's heap is gone (exiting) */
 

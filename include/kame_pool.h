@@ -100,11 +100,14 @@ extern KAME_POOL_API int kame_pool_posix_memalign (void **memptr,
                                                    size_t size);
 extern KAME_POOL_API size_t kame_pool_malloc_usable_size (const void *ptr);
 
-extern KAME_POOL_API void kame_pool_set_max_bytes (size_t bytes);
+/* The settings.  Every kame_pool_set_* returns 0, or an errno value
+   (EINVAL) when it refuses the value, which leaves the setting as it
+   was; none of them sets errno.  */
+extern KAME_POOL_API int kame_pool_set_max_bytes (size_t bytes);
 extern KAME_POOL_API size_t kame_pool_get_max_bytes (void);
 extern KAME_POOL_API size_t kame_pool_reserved_bytes (void);
 
-extern KAME_POOL_API void kame_pool_set_thread_exit_reclaim (int on);
+extern KAME_POOL_API int kame_pool_set_thread_exit_reclaim (int on);
 extern KAME_POOL_API int kame_pool_get_thread_exit_reclaim (void);
 
 extern KAME_POOL_API void kame_pool_get_stats (kame_pool_stats_t *stats);
@@ -127,7 +130,7 @@ extern KAME_POOL_API int kame_pool_trim (size_t pad);
 #define KAME_THP_SYSTEM KAME_POOL_THP_SYSTEM
 #define KAME_THP_ALWAYS KAME_POOL_THP_ALWAYS
 #define KAME_THP_NEVER KAME_POOL_THP_NEVER
-extern KAME_POOL_API size_t kame_pool_set_thp_policy (int policy);
+extern KAME_POOL_API int kame_pool_set_thp_policy (int policy);
 extern KAME_POOL_API int kame_pool_get_thp_policy (void);
 
 /* Regions per NUMA node: fills REGIONS_PER_NODE[0..N-1], returns the
@@ -148,7 +151,7 @@ extern KAME_POOL_API int kame_pool_get_cap_policy (void);
 /* The byte cap of the recycle cache of freed large blocks (dedicated
    chunks up to 4 MiB and mappings up to 32 MiB); 0 disables it.
    Lowering it gives cached blocks back at once.  */
-extern KAME_POOL_API void kame_pool_set_large_cache_cap (size_t bytes);
+extern KAME_POOL_API int kame_pool_set_large_cache_cap (size_t bytes);
 extern KAME_POOL_API size_t kame_pool_get_large_cache_cap (void);
 
 #ifdef __cplusplus

@@ -76,7 +76,7 @@ kame_pool_malloc_usable_size (const void *ptr)
   return kp_usable_size (ptr);
 }
 
-void
+int
 kame_pool_set_max_bytes (size_t bytes)
 {
   size_t cap = 0;
@@ -84,7 +84,8 @@ kame_pool_set_max_bytes (size_t bytes)
     cap = bytes > SIZE_MAX - KP_REGION_MASK
           ? SIZE_MAX & ~KP_REGION_MASK
           : (bytes + KP_REGION_MASK) & ~KP_REGION_MASK;
-  atomic_store_explicit (&kp_max_bytes, cap, memory_order_relaxed);
+  kp_setting_set (&kp_max_bytes, cap);
+  return 0;
 }
 
 int
@@ -92,22 +93,21 @@ kame_pool_set_cap_policy (int policy)
 {
   if (policy != KAME_POOL_CAP_FALLBACK && policy != KAME_POOL_CAP_STRICT)
     return EINVAL;
-  atomic_store_explicit (&kp_cap_strict, policy == KAME_POOL_CAP_STRICT,
-                         memory_order_relaxed);
+  kp_setting_set (&kp_cap_strict, policy == KAME_POOL_CAP_STRICT);
   return 0;
 }
 
 int
 kame_pool_get_cap_policy (void)
 {
-  return atomic_load_explicit (&kp_cap_strict, memory_order_relaxed)
+  return kp_setting (&kp_cap_strict)
          ? KAME_POOL_CAP_STRICT : KAME_POOL_CAP_FALLBACK;
 }
 
 size_t
 kame_pool_get_max_bytes (void)
 {
-  size_t cap = atomic_load_explicit (&kp_max_bytes, memory_order_relaxed);
+  size_t cap = kp_setting (&kp_max_bytes);
   return cap == 0 ? SIZE_MAX : cap;
 }
 
@@ -117,36 +117,31 @@ kame_pool_reserved_bytes (void)
   return kp_region_count () * KP_REGION_SIZE;
 }
 
-void
+int
 kame_pool_set_thread_exit_reclaim (int on)
 {
-  atomic_store_explicit (&kp_thread_exit_reclaim, on != 0,
-                         memory_order_relaxed);
+  kp_setting_set (&kp_thread_exit_reclaim, on != 0);
+  return 0;
 }
 
 int
 kame_pool_get_thread_exit_reclaim (void)
 {
-  return atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed);
+  return kp_setting (&kp_thread_exit_reclaim);
 }
 
-size_t
+int
 kame_pool_set_thp_policy (int policy)
 {
   if (!kp_thp_policy_set (policy))
-    {
-      errno = EINVAL;
-      return (size_t) -1;
-    }
+    return EINVAL;
   /* The policy's store and fence come first (kp_thp_policy_set): a
      region created meanwhile is either on the list below or advised
      by its creator with the new policy (kp_region_new).  */
-  size_t bytes = 0;
-  if (policy == KAME_POOL_THP_SYSTEM)
-    return 0;
-  KP_FOR_EACH_REGION (r)
-    bytes += kp_thp_advise_region (r, policy);
-  return bytes;
+  if (policy != KAME_POOL_THP_SYSTEM)
+    KP_FOR_EACH_REGION (r)
+      kp_thp_advise_region (r, policy);
+  return 0;
 }
 
 int

@@ -158,7 +158,7 @@ static void
 kp_l1_room_update (kp_heap_t *h)
 {
   unsigned gen = atomic_load_explicit (&kp_cache_gen, memory_order_acquire);
-  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  size_t cap = kp_setting (&kp_cache_cap);
   size_t held = kp_l1_bytes (h) + kp_l2_bytes ();
   size_t room = held < cap ? cap - held : 0;
   size_t streak = h->cache.free_streak;
@@ -483,7 +483,7 @@ static bool
 kp_cache_put_long (kp_heap_t *h, uintptr_t e, bool freed)
 {
   size_t bytes = kp_entry_bytes (e);
-  size_t cap = atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  size_t cap = kp_setting (&kp_cache_cap);
   if (bytes > cap)
     return false;
   bool mapping = kp_entry_is_mapping (e);
@@ -710,11 +710,10 @@ kp_units_claim_retry (unsigned units, bool large)
 
 /* ---- Public calls ------------------------------------------------------- */
 
-void
+int
 kame_pool_set_large_cache_cap (size_t bytes)
 {
-  size_t old = atomic_exchange_explicit (&kp_cache_cap, bytes,
-                                         memory_order_relaxed);
+  size_t old = kp_setting_swap (&kp_cache_cap, bytes);
   /* Every heap's budget is out of date: its next put takes the long
      way, which evicts down to the new cap.  */
   atomic_fetch_add_explicit (&kp_cache_gen, 1, memory_order_release);
@@ -730,10 +729,11 @@ kame_pool_set_large_cache_cap (size_t bytes)
      cap too (region.c).  */
   if (bytes < old)
     kp_units_purge_dirty ();
+  return 0;
 }
 
 size_t
 kame_pool_get_large_cache_cap (void)
 {
-  return atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  return kp_setting (&kp_cache_cap);
 }

@@ -48,8 +48,7 @@ kp_divmagic (size_t size)
 static inline uint64_t
 kp_divmagic_fast (size_t size)
 {
-  return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed)
-         ? kp_divmagic (size) : 0;
+  return kp_setting (&kp_misuse_abort) ? kp_divmagic (size) : 0;
 }
 
 /* Set up C, whose UNITS units the caller has just claimed, as a chunk

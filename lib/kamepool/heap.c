@@ -144,7 +144,7 @@ kp_heap_decay_pass (kp_heap_t *h, uint32_t now, uint32_t delay)
 KP_NOINLINE void
 kp_heap_decay (kp_heap_t *h)
 {
-  int delay = atomic_load_explicit (&kp_decay_ms, memory_order_relaxed);
+  int delay = kp_setting (&kp_decay_ms);
   if (delay < 0)
     return;
   uint32_t now = kp_clock_ms ();
@@ -214,8 +214,7 @@ kp_thread_exit (void *arg)
      loop below then hands on like the others.  */
   kp_rbatch_flush_all (h);
   enum kp_release_pages pages
-    = atomic_load_explicit (&kp_thread_exit_reclaim, memory_order_relaxed)
-      ? KP_PAGES_LAZY : KP_PAGES_KEEP;
+    = kp_setting (&kp_thread_exit_reclaim) ? KP_PAGES_LAZY : KP_PAGES_KEEP;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_chunk_t *c = kp_tc.active[cls];

@@ -90,7 +90,7 @@ kp_libc_free (void *p)
 void *
 kp_units_fallback (size_t n, size_t align)
 {
-  if (atomic_load_explicit (&kp_cap_strict, memory_order_relaxed))
+  if (kp_setting (&kp_cap_strict))
     {
       errno = ENOMEM;
       return NULL;

@@ -740,14 +740,26 @@ KP_HIDDEN void kp_os_write_stderr (const char *s);
 /* Every setting, with its environment variable, default, setter and
    man page, is in the table at the top of options.c.  Writers: the
    setter named there, and kp_options_init once in kp_process_init.
-   Readers: any thread, relaxed; no setting orders other memory.  */
-KP_HIDDEN extern _Atomic (int) kp_decay_ms;     /* ms; -1: never */
-KP_HIDDEN extern _Atomic (int) kp_misuse_abort; /* 1 abort, 0 report */
-KP_HIDDEN extern _Atomic (int) kp_stats_at_exit;
-KP_HIDDEN extern _Atomic (int) kp_cap_strict;   /* 1: NULL at the cap */
-KP_HIDDEN extern _Atomic (size_t) kp_max_bytes; /* region cap; 0 = none */
-KP_HIDDEN extern _Atomic (size_t) kp_cache_cap; /* large cache's cap */
-KP_HIDDEN extern _Atomic (int) kp_thread_exit_reclaim;
+   Readers: any thread.  Every access is relaxed and stands alone: no
+   setting orders other memory.  The value sits in a struct so that it
+   is reached only through the helpers below, never by a plain
+   (sequentially consistent) access.  */
+#define KP_SETTING(type) struct { _Atomic (type) value; }
+typedef KP_SETTING (int) kp_int_setting_t;
+typedef KP_SETTING (size_t) kp_size_setting_t;
+#define kp_setting(s) atomic_load_explicit (&(s)->value, memory_order_relaxed)
+#define kp_setting_set(s, v)                                            \
+  atomic_store_explicit (&(s)->value, (v), memory_order_relaxed)
+#define kp_setting_swap(s, v)                                           \
+  atomic_exchange_explicit (&(s)->value, (v), memory_order_relaxed)
+
+KP_HIDDEN extern kp_int_setting_t kp_decay_ms;  /* ms; -1: never */
+KP_HIDDEN extern kp_int_setting_t kp_misuse_abort; /* 1 abort, 0 report */
+KP_HIDDEN extern kp_int_setting_t kp_stats_at_exit;
+KP_HIDDEN extern kp_int_setting_t kp_cap_strict; /* 1: NULL at the cap */
+KP_HIDDEN extern kp_size_setting_t kp_max_bytes; /* region cap; 0 = none */
+KP_HIDDEN extern kp_size_setting_t kp_cache_cap; /* large cache's cap */
+KP_HIDDEN extern kp_int_setting_t kp_thread_exit_reclaim;
 KP_HIDDEN void kp_options_init (void);
 /* A boolean environment variable (env-flag.h's reading).  */
 KP_HIDDEN bool kp_option_flag (const char *name, bool dflt);
@@ -759,7 +771,7 @@ KP_HIDDEN unsigned kp_option_test_nodes (unsigned max);
 KP_INLINE size_t
 kp_cache_cap_now (void)
 {
-  return atomic_load_explicit (&kp_cache_cap, memory_order_relaxed);
+  return kp_setting (&kp_cache_cap);
 }
 
 /* ---- Regions and unit claims (region.c) -------------------------------- */
@@ -829,7 +841,7 @@ KP_HIDDEN size_t kp_region_count (void);
 
 KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_POOL_THP_* value */
 KP_HIDDEN bool kp_thp_policy_set (int policy);
-KP_HIDDEN size_t kp_thp_advise_region (kp_region_t *r, int policy);
+KP_HIDDEN void kp_thp_advise_region (kp_region_t *r, int policy);
 
 /* ---- NUMA placement (numa.c) ------------------------------------------- */
 

@@ -20,6 +20,9 @@
                                                              kp_option_test_nodes;
                                                              numa.c resolves them)
 
+   Every setter returns 0, or an errno value (EINVAL) when it refuses
+   the value and leaves the setting as it was; no setter sets errno.
+
    The settings are written by kp_options_init, once, in kp_process_init
    before it publishes the end of initialisation, and by their setters
    at any time; every reader loads them relaxed, each on its own: no
@@ -36,13 +39,13 @@
 #include "kp_internal.h"
 #include "env-flag.h"
 
-_Atomic (int) kp_decay_ms = 100;
-_Atomic (int) kp_misuse_abort = 1;
-_Atomic (int) kp_stats_at_exit;
-_Atomic (int) kp_cap_strict;
-_Atomic (size_t) kp_max_bytes;
-_Atomic (size_t) kp_cache_cap = KP_CACHE_CAP_DEFAULT;
-_Atomic (int) kp_thread_exit_reclaim = 1;
+kp_int_setting_t kp_decay_ms = { 100 };
+kp_int_setting_t kp_misuse_abort = { 1 };
+kp_int_setting_t kp_stats_at_exit;
+kp_int_setting_t kp_cap_strict;
+kp_size_setting_t kp_max_bytes;
+kp_size_setting_t kp_cache_cap = { KP_CACHE_CAP_DEFAULT };
+kp_int_setting_t kp_thread_exit_reclaim = { 1 };
 
 /* kp_options_init has run: written once by it (release), read by
    kp_option_misuse_aborts (acquire), which then trusts the settings.  */
@@ -65,7 +68,7 @@ kp_option_decay (void)
     return;
   if (strcasecmp (v, "off") == 0 || strcasecmp (v, "never") == 0)
     {
-      atomic_store_explicit (&kp_decay_ms, -1, memory_order_relaxed);
+      kp_setting_set (&kp_decay_ms, -1);
       return;
     }
   char *end;
@@ -82,7 +85,7 @@ kp_option_decay (void)
                           "keeping the default\n");
       return;
     }
-  atomic_store_explicit (&kp_decay_ms, (int) ms, memory_order_relaxed);
+  kp_setting_set (&kp_decay_ms, (int) ms);
 }
 
 /* V, the value of KAME_POOL_ON_MISUSE (NULL when unset), asks for
@@ -100,7 +103,7 @@ bool
 kp_option_misuse_aborts (void)
 {
   if (atomic_load_explicit (&kp_options_done, memory_order_acquire))
-    return atomic_load_explicit (&kp_misuse_abort, memory_order_relaxed);
+    return kp_setting (&kp_misuse_abort);
   return !kp_option_misuse_report (getenv ("KAME_POOL_ON_MISUSE"));
 }
 
@@ -112,7 +115,7 @@ kp_option_misuse (void)
   if (v == NULL || *v == '\0' || strcasecmp (v, "abort") == 0)
     return;
   if (kp_option_misuse_report (v))
-    atomic_store_explicit (&kp_misuse_abort, 0, memory_order_relaxed);
+    kp_setting_set (&kp_misuse_abort, 0);
   else
     kp_os_write_stderr ("kamepool: KAME_POOL_ON_MISUSE must be abort or "
                         "report; keeping abort\n");
@@ -121,15 +124,14 @@ kp_option_misuse (void)
 void
 kp_options_init (void)
 {
-  atomic_store_explicit (&kp_stats_at_exit,
-                         kp_option_flag ("KAME_POOL_STATS", false),
-                         memory_order_relaxed);
+  kp_setting_set (&kp_stats_at_exit,
+                  kp_option_flag ("KAME_POOL_STATS", false));
   kp_option_decay ();
   kp_option_misuse ();
   /* Only ever switches it on: a program that set the policy before its
      first allocation keeps its choice.  */
   if (kp_option_flag ("KAME_POOL_STRICT_CAP", false))
-    atomic_store_explicit (&kp_cap_strict, 1, memory_order_relaxed);
+    kp_setting_set (&kp_cap_strict, 1);
   atomic_store_explicit (&kp_options_done, true, memory_order_release);
 }
 

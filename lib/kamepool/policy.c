@@ -53,25 +53,23 @@ kp_thp_policy_now (void)
   return p;
 }
 
-/* Advise the data units of R for POLICY; the bytes advised (0 for
-   KAME_POOL_THP_SYSTEM, or when the kernel refuses).  */
-size_t
+/* Advise the data units of R for POLICY (nothing for
+   KAME_POOL_THP_SYSTEM).  A kernel without transparent huge pages
+   refuses the advice, which changes nothing, so a refusal is
+   ignored.  */
+void
 kp_thp_advise_region (kp_region_t *r, int policy)
 {
 #if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
   if (policy == KAME_POOL_THP_SYSTEM)
-    return 0;
+    return;
   int saved = errno;
-  size_t len = KP_REGION_SIZE - KP_UNIT_SIZE;
-  int rc = madvise ((char *) r + KP_UNIT_SIZE, len,
-                    policy == KAME_POOL_THP_ALWAYS ? MADV_HUGEPAGE
-                                              : MADV_NOHUGEPAGE);
+  madvise ((char *) r + KP_UNIT_SIZE, KP_REGION_SIZE - KP_UNIT_SIZE,
+           policy == KAME_POOL_THP_ALWAYS ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   errno = saved;
-  return rc == 0 ? len : 0;
 #else
   (void) r;
   (void) policy;
-  return 0;
 #endif
 }
 

@@ -76,7 +76,7 @@ kp_region_count (void)
 static kp_region_t *
 kp_region_new (unsigned node)
 {
-  size_t cap = atomic_load_explicit (&kp_max_bytes, memory_order_relaxed);
+  size_t cap = kp_setting (&kp_max_bytes);
   size_t n = atomic_fetch_add_explicit (&kp_nregions, 1, memory_order_relaxed);
   if (cap != 0 && (n + 1) > cap / KP_REGION_SIZE)
     {
@@ -451,7 +451,7 @@ kp_units_decay (uint32_t now, uint32_t delay)
 static void
 kp_units_decay_tick (void)
 {
-  int delay = atomic_load_explicit (&kp_decay_ms, memory_order_relaxed);
+  int delay = kp_setting (&kp_decay_ms);
   if (delay >= 0)
     kp_units_decay (kp_clock_ms (), (uint32_t) delay);
 }

@@ -226,7 +226,7 @@ kp_at_exit (void)
 {
   /* Read the variable here too: a program that never allocated never
      ran the initialisation.  */
-  if (atomic_load_explicit (&kp_stats_at_exit, memory_order_relaxed)
+  if (kp_setting (&kp_stats_at_exit)
       || kp_option_flag ("KAME_POOL_STATS", false))
     kp_print_stats ();
 }

@@ -237,7 +237,7 @@ KT_TEST (max_bytes_rounds_up_to_regions_and_zero_removes_the_cap)
   for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
     {
       errno = EDOM;
-      kame_pool_set_max_bytes (set[i][0]);
+      KT_CHECK_EQ (kame_pool_set_max_bytes (set[i][0]), 0);
       KT_CHECK_EQ (errno, EDOM);
       if (kame_pool_get_max_bytes () != set[i][1])
         KT_FAILF ("set_max_bytes (%zu): get_max_bytes () = %zu, not %zu",
@@ -321,16 +321,18 @@ KT_TEST (allocations_beyond_max_bytes_fall_back_to_libc)
 KT_TEST (thread_exit_reclaim_defaults_on_and_reads_back_as_0_or_1)
 {
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
-  kame_pool_set_thread_exit_reclaim (0);
+  errno = EDOM;
+  KT_CHECK_EQ (kame_pool_set_thread_exit_reclaim (0), 0);
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 0);
-  kame_pool_set_thread_exit_reclaim (1);
+  KT_CHECK_EQ (kame_pool_set_thread_exit_reclaim (1), 0);
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
   kame_pool_set_thread_exit_reclaim (0);
-  kame_pool_set_thread_exit_reclaim (7);
+  KT_CHECK_EQ (kame_pool_set_thread_exit_reclaim (7), 0);
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
   kame_pool_set_thread_exit_reclaim (0);
-  kame_pool_set_thread_exit_reclaim (-1);
+  KT_CHECK_EQ (kame_pool_set_thread_exit_reclaim (-1), 0);
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
+  KT_CHECK_EQ (errno, EDOM);
 }
 
 /* ---- Version 3: where the memory goes -------------------------------- */

@@ -30,8 +30,8 @@ static void
 empty_cache (size_t cap)
 {
   kame_pool_free (kame_pool_malloc (1));
-  kame_pool_set_large_cache_cap (0);
-  kame_pool_set_large_cache_cap (cap);
+  KT_CHECK_EQ (kame_pool_set_large_cache_cap (0), 0);
+  KT_CHECK_EQ (kame_pool_set_large_cache_cap (cap), 0);
 }
 
 static size_t

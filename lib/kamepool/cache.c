@@ -85,8 +85,12 @@
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
 static _Atomic (size_t) kp_l2_total;
-/* Bumped by every kame_pool_set_large_cache_cap; starts at 1 so that a
-   zeroed heap record is behind it.  */
+/* The generation of the cap: bumped (fetch_add, release, after the
+   cap's store) by every kame_pool_set_large_cache_cap; starts at 1 so
+   that a zeroed heap record is behind it.  Read with acquire by
+   kp_l1_room_update, which then reads the new cap, and relaxed by the
+   owner's puts (kp_l1_put_fast, kp_cache_free_dedicated_fast), for
+   which a stale value only delays the long way to the next put.  */
 _Atomic (unsigned) kp_cache_gen = 1;
 
 /* ---- Entries ------------------------------------------------------------ */
@@ -399,10 +403,10 @@ kp_large_allocated_others (const kp_heap_t *self)
    allocations and keeps caching.  The sum over the heaps is taken
    once the streak passes the threshold, so it costs nothing on the
    loops the cache is for; a loop over one block of any size never
-   gets there.  (Half the cap was tried first: on the mixed benchmark,
-   whose large blocks come and go at random around 27 MiB live, runs
-   of frees passed it now and then, and each drain cost more page
-   faults than it saved.)  */
+   gets there.  (A lower threshold, half the cap say, is passed now
+   and then by the runs of frees of a steady workload whose large
+   blocks come and go at random, and each drain costs more page faults
+   than it saves.)  */
 static bool
 kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
 {

@@ -30,11 +30,17 @@
 
      region.claim[w]        CAS acquire to claim; fetch_and release to
                             free (after the metadata reset).
-     region.back[], desc    written relaxed by the claim winner after
-     kind/cls/units/size    its CAS, reset relaxed before the release;
-                            readers get happens-before from the hand-over
-                            of the pointer they free, or from the owned
-                            bit's acquire.
+     region.back[]          written relaxed by the claim winner after
+                            its CAS (and by a trim of a dedicated chunk
+                            it holds alone).
+     desc kind/cls/units/   written relaxed by whoever holds the chunk
+     block_size             alone: the claim winner after its CAS, the
+                            cache and the large tier while a dedicated
+                            chunk is theirs, the release before its
+                            fetch_and (see the fields).  Readers get
+                            happens-before from the hand-over of the
+                            pointer they free, or from the owned bit's
+                            acquire.
      desc.xthread_free      remote push (a block or a batch) CAS acq_rel; owner collect
                             exchange acquire; unown CAS release.
      desc.owner             relaxed: a thread only ever compares it with
@@ -147,7 +153,7 @@ kp_round_up (size_t n, size_t to)
                                                       memory_order_relaxed) \
                          + (n), memory_order_relaxed)
 
-/* ---- Assertions (never call malloc: they write(2) and abort) ---------- */
+/* ---- Assertions and reports (os.c; they never call malloc) ------------ */
 
 KP_HIDDEN _Noreturn void kp_fatal (const char *file, int line,
                                    const char *what);
@@ -371,7 +377,10 @@ typedef struct kp_chunk
      release before the claim bits are cleared (KIND NONE, region.c).
      Read relaxed by freers and the statistics, who are ordered after
      the write by the hand-over of the block they free (or, for the
-     statistics, tolerate a stale value).  */
+     statistics, tolerate a stale value).  KIND CACHED and back is also
+     written by the inline put in kp_free_pool
+     (kp_cache_free_dedicated_fast) and by kp_malloc_dedicated
+     (largealloc.c).  */
   _Atomic (uint32_t) block_size; /* SMALL: class size; DEDICATED: bytes */
   _Atomic (uint8_t) kind;       /* enum kp_chunk_kind */
   _Atomic (uint8_t) cls;        /* SMALL: size class */
@@ -419,6 +428,9 @@ typedef struct kp_region
      it back if units came free: so a release racing with the clearing
      cannot leave free units behind a 0.  Read relaxed by claimers.  */
   _Atomic (uint8_t) has_free;
+  /* The node whose list holds the region: written once by its creator
+     before the release push on the lists, read by
+     kame_pool_get_numa_stats after the acquire walk.  Plain.  */
   uint8_t numa_node;
   kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
 } kp_region_t;
@@ -893,6 +905,10 @@ kp_chunk_has_space (const kp_chunk_t *c)
 /* ---- Heaps and threads (heap.c) ---------------------------------------- */
 
 KP_HIDDEN void *kp_malloc_refill (size_t n);
+/* The pop of B, the head of C's free list, that is not marked free (a
+   double free the owner's free let through, see kp_free_owned) or
+   whose link was overwritten while B was free.  */
+KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
 KP_HIDDEN void kp_heap_decay (kp_heap_t *h);
 KP_HIDDEN size_t kp_heap_trim (void);
 KP_HIDDEN bool kp_thread_init (void);
@@ -1127,10 +1143,6 @@ KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);
 
-/* The pop of B, the head of C's free list, that is not marked free (a
-   double free the owner's free let through, see kp_free_owned) or
-   whose link was overwritten while B was free: heap.c.  */
-KP_HIDDEN void *kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b);
 
 /* Hand out B, the head of the free list of C, a chunk this thread
    owns.  Hardened, B must carry a free tag: a block that is on the

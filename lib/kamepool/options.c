@@ -16,9 +16,14 @@
    hugepage policy         KAME_POOL_HUGEPAGE     configure kame_pool_set_thp_policy(3)
                            (kp_option_thp; the policy itself is policy.c's)
    NUMA                    KAME_POOL_NUMA         auto      -  (kamepool(7))
-                           KAME_POOL_TEST_NODES   unset     (kp_option_numa_mode,
-                                                             kp_option_test_nodes;
-                                                             numa.c resolves them)
+                           KAME_POOL_TEST_NODES   unset     -  (kame_pool_get_numa_stats(3))
+                           (kp_option_numa_mode, kp_option_test_nodes;
+                           numa.c resolves them)
+
+   The package's other environment variables are libckarena's:
+   CK_BUMP_FORCE_MIXED and CK_BUMP_DISABLE_MIXED, off by default, no
+   setter (ck_bump_alloc_init(3)), read by ckernel_alloc.c with the
+   same parser as kp_option_flag (lib/env-flag.h).
 
    Every setter returns 0, or an errno value (EINVAL) when it refuses
    the value and leaves the setting as it was; no setter sets errno.

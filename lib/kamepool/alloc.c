@@ -47,21 +47,7 @@ kp_usable_size (const void *p)
   switch (kind)
     {
     case KP_RADIX_POOL:
-      {
-        kp_chunk_t *c = kp_chunk_of (p);
-        switch (atomic_load_explicit (&c->kind, memory_order_relaxed))
-          {
-          case KP_KIND_SMALL:
-            return atomic_load_explicit (&c->block_size, memory_order_relaxed);
-          case KP_KIND_DEDICATED:
-            if (p == kp_chunk_data (c))
-              return atomic_load_explicit (&c->block_size,
-                                           memory_order_relaxed);
-            return 0;
-          default:
-            return 0;
-          }
-      }
+      return kp_pool_usable_size (p);
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:
       return kp_large_usable (p, kind);

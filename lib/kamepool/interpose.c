@@ -100,13 +100,32 @@ pvalloc (size_t size)
   return kp_memalign (page, rounded == 0 ? page : rounded);
 }
 
+/* malloc_usable_size of PTR, not NULL, whose region's radix entry
+   KIND is not POOL.  A large block's size is 0 only when PTR is not
+   the block of a live mapping of ours.  */
+static KP_NOINLINE size_t
+kp_usable_size_cold (void *ptr, int kind)
+{
+  if (kind != KP_RADIX_NONE)
+    {
+      size_t n = kp_large_usable (ptr, kind);
+      if (n != 0)
+        return n;
+    }
+  return kp_foreign_ok ("malloc_usable_size", ptr)
+         ? kp_libc_usable_size (ptr) : 0;
+}
+
+/* One lookup of the radix map, where kp_owns and kp_usable_size would
+   take two: programs that count their memory (redis) call this on
+   every malloc and free.  */
 KP_EXPORT size_t
 malloc_usable_size (void *ptr)
 {
   if (ptr == NULL)
     return 0;
-  if (!kp_owns (ptr))
-    return kp_foreign_ok ("malloc_usable_size", ptr)
-           ? kp_libc_usable_size (ptr) : 0;
-  return kp_usable_size (ptr);
+  int kind = kp_radix_lookup ((uintptr_t) ptr);
+  if (kp_likely (kind == KP_RADIX_POOL))
+    return kp_pool_usable_size (ptr);
+  return kp_usable_size_cold (ptr, kind);
 }

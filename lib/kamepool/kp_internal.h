@@ -1133,6 +1133,25 @@ kp_large_free (void *p, int kind)
 /* ---- Allocation entry points (alloc.c) --------------------------------- */
 
 KP_HIDDEN void kp_free_cold (void *p);
+/* The usable size of P, in a pool region: its class's size, a
+   dedicated chunk's bytes, or 0 for a pointer into a dedicated chunk
+   past its start or into units no chunk in use holds.  */
+KP_INLINE size_t
+kp_pool_usable_size (const void *p)
+{
+  kp_chunk_t *c = kp_chunk_of (p);
+  switch (atomic_load_explicit (&c->kind, memory_order_relaxed))
+    {
+    case KP_KIND_SMALL:
+      return atomic_load_explicit (&c->block_size, memory_order_relaxed);
+    case KP_KIND_DEDICATED:
+      return p == kp_chunk_data (c)
+             ? atomic_load_explicit (&c->block_size, memory_order_relaxed)
+             : 0;
+    default:
+      return 0;
+    }
+}
 /* kp_free_remote for a thread that has no heap yet: a tail call,
    with P first, in the register where the free path holds it, so that
    the owner's free keeps no register for this branch.  */

@@ -1,11 +1,11 @@
 /* tiers.c -- kamepool.large tests of the large tiers and their
-   recycle cache: full-span integrity up to 256 MiB, distinct bases, a
-   double free of a cached block, no over-serving after a huge free,
-   cache reuse, cap tightening, statistics that step by exactly one
-   allocation, RSS that drops after large frees, and realloc growing a
-   mapping in place when the space after it is free and moving it when
-   it is not.  Misuse is reported and ignored here (the default,
-   abort, is tested in kamepool.misuse).
+   recycle cache: full-span integrity up to 256 MiB, live blocks that
+   never overlap, a double free of a cached block, no over-serving
+   after a huge free, cache reuse, cap tightening, statistics that step
+   by exactly one allocation, RSS that drops after large frees, and
+   realloc growing a mapping in place when the space after it is free
+   and moving it when it is not.  Misuse is reported and ignored here
+   (the default, abort, is tested in kamepool.misuse).
    kptest-env: KAME_POOL_ON_MISUSE=report
 
    Copyright (C) 2026 The kamepool authors.
@@ -66,6 +66,38 @@ paint_and_check (unsigned char *p, size_t n)
   return p[n - 1] == paint_byte (p, n - 1);
 }
 
+/* The usable size of a mapping of its own for N bytes: the block is
+   one page into the mapping, which is rounded to pages.  */
+static size_t
+mapping_usable (size_t n)
+{
+  return (KT_PAGE + n + KT_PAGE - 1) / KT_PAGE * KT_PAGE - KT_PAGE;
+}
+
+/* The usable size kame_pool_malloc (N) gives (kame_pool_malloc(3)),
+   unless it takes a bigger cached mapping whole: the smallest class
+   that holds N up to 208896 bytes, whole units of 256 KiB up to 4 MiB,
+   then N rounded up to pages, in a mapping of its own.  */
+static size_t
+usable_for (size_t n)
+{
+  if (n <= KT_SMALL_MAX)
+    for (size_t i = 0; i < KT_NCLASSES; i++)
+      if (kt_classes[i] >= n)
+        return kt_classes[i];
+  if (n <= 4 * MiB)
+    return (n + UNIT - 1) / UNIT * UNIT;
+  return mapping_usable (n);
+}
+
+/* The bytes a freed block of N bytes adds to cache_bytes: its chunk's
+   units, or its mapping with the header page.  */
+static size_t
+cached_for (size_t n)
+{
+  return n <= 4 * MiB ? usable_for (n) : usable_for (n) + KT_PAGE;
+}
+
 static const size_t span_sizes[] = {
   32 * KiB + 1, 40 * KiB, 255 * KiB, 256 * KiB + 1, MiB, 4 * MiB - 1,
   4 * MiB, 4 * MiB + 1, 5 * MiB, 31 * MiB, 32 * MiB - 4 * KiB, 32 * MiB,
@@ -73,17 +105,20 @@ static const size_t span_sizes[] = {
 };
 #define NSPAN (sizeof span_sizes / sizeof span_sizes[0])
 
-/* Every block, painted over its whole usable size, keeps its bytes
-   while the others are painted.  */
-KT_TEST (large_full_span)
+/* Every block, from a mid class to 256 MiB, has the usable size of its
+   tier and, painted over all of it, keeps its bytes while the others
+   are painted.  The cache is emptied first, so that no cached mapping
+   serves a request whole.  */
+KT_TEST (large_blocks_keep_every_byte_of_their_exact_usable_size)
 {
+  empty_cache (128 * MiB);
   unsigned char *p[NSPAN];
   for (size_t i = 0; i < NSPAN; i++)
     {
       p[i] = kame_pool_malloc (span_sizes[i]);
       KT_CHECK (p[i] != NULL);
       size_t usable = kame_pool_malloc_usable_size (p[i]);
-      KT_CHECK (usable >= span_sizes[i]);
+      KT_CHECK_EQ (usable, usable_for (span_sizes[i]));
       KT_CHECK (paint_and_check (p[i], usable));
     }
   for (size_t i = 0; i < NSPAN; i++)
@@ -97,11 +132,15 @@ KT_TEST (large_full_span)
     }
 }
 
-/* Live blocks never overlap, whatever the tier and however often the
-   cache recycles.  */
-KT_TEST (large_distinct_bases)
+/* Live blocks of every tier never overlap, round after round, and each
+   has the usable size of its tier.  A round frees more than the cap
+   with no large allocation in between, a free streak that empties the
+   cache, so no block of the next round is a cached mapping taken
+   whole.  */
+KT_TEST (large_live_blocks_never_overlap)
 {
   enum { N = 48 };
+  empty_cache (128 * MiB);
   unsigned char *p[N];
   size_t u[N];
   for (int round = 0; round < 3; round++)
@@ -113,7 +152,7 @@ KT_TEST (large_distinct_bases)
           p[i] = kame_pool_malloc (n);
           KT_CHECK (p[i] != NULL);
           u[i] = kame_pool_malloc_usable_size (p[i]);
-          KT_CHECK (u[i] >= n);
+          KT_CHECK_EQ (u[i], usable_for (n));
           p[i][0] = (unsigned char) i;
           p[i][u[i] - 1] = (unsigned char) i;
         }
@@ -124,14 +163,15 @@ KT_TEST (large_distinct_bases)
       for (int i = 0; i < N; i++)
         {
           KT_CHECK (p[i][0] == i && p[i][u[i] - 1] == i);
-          /* Free every other one, so that the next round mixes cached
-             and fresh blocks.  */
+          /* Free every other one, then the rest: another order each
+             round.  */
           if ((i + round) % 2 == 0)
             kame_pool_free (p[i]);
         }
       for (int i = 0; i < N; i++)
         if ((i + round) % 2 != 0)
           kame_pool_free (p[i]);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
     }
 }
 
@@ -177,7 +217,8 @@ KT_TEST (large_double_free_cached)
       void *p = kame_pool_malloc (sizes[i]);
       KT_CHECK (p != NULL);
       kame_pool_free (p);
-      KT_CHECK (kt_pool_stats ().cache_bytes > before);
+      KT_CHECK_EQ (kt_pool_stats ().cache_bytes,
+                   before + cached_for (sizes[i]));
       char err[256];
       KT_CHECK (capture_stderr (free_it, p, err, sizeof err));
       if (strstr (err, "kamepool: free(): double free of") == NULL)
@@ -201,7 +242,7 @@ KT_TEST (large_double_free_cached)
    its size; a cached mapping of up to 32 MiB serves any smaller
    mapping request whole, and a cached dedicated chunk serves a smaller
    request only once cut down to its size.  */
-KT_TEST (large_no_over_serving)
+KT_TEST (large_cache_reuses_huge_blocks_only_at_their_size_and_cuts_chunks)
 {
   empty_cache (256 * MiB);
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
@@ -213,7 +254,8 @@ KT_TEST (large_no_over_serving)
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, huge_map);
   KT_CHECK_EQ (kt_pool_stats ().large_alloc_count, 0);
   void *q = kame_pool_malloc (8 * MiB);
-  KT_CHECK (q != NULL && kame_pool_malloc_usable_size (q) < 9 * MiB);
+  KT_CHECK (q != NULL);
+  KT_CHECK_EQ (kame_pool_malloc_usable_size (q), 8 * MiB);
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, huge_map);
   kame_pool_free (q);
   void *q2 = kame_pool_malloc (48 * MiB);
@@ -258,8 +300,10 @@ KT_TEST (large_no_over_serving)
   after = kt_pool_stats ();
   KT_CHECK_EQ (after.dedicated_chunk_bytes,
                before.dedicated_chunk_bytes + UNIT);
-  /* Cut from the cached chunk, whose other 15 units stay cached.  */
-  KT_CHECK (after.cache_bytes + (e == d ? UNIT : 0) == before.cache_bytes);
+  /* Cut from the front of the cached chunk, whose other 15 units stay
+     cached.  */
+  KT_CHECK_PTR_EQ (e, d);
+  KT_CHECK_EQ (after.cache_bytes, before.cache_bytes - UNIT);
   KT_CHECK_EQ (after.units_live, before.units_live + 1);
   kame_pool_free (e);
   kame_pool_free (s);
@@ -270,7 +314,7 @@ KT_TEST (large_no_over_serving)
 /* The statistics step by exactly one allocation: a dedicated chunk
    moves between dedicated_chunk_bytes and cache_bytes, a mapping
    between large_alloc_* and cache_bytes.  */
-KT_TEST (large_stats_step)
+KT_TEST (large_stats_move_each_block_between_live_and_cached_bytes)
 {
   empty_cache (64 * MiB);
   kame_pool_stats_t s0 = kt_pool_stats ();
@@ -322,7 +366,7 @@ KT_TEST (large_stats_step)
    evicts at once; a block bigger than the cap is not kept.  The
    thread's first level keeps the last 4 blocks freed; the two chunks
    it lets go stay resident as free units, and come back too.  */
-KT_TEST (large_cache_cap)
+KT_TEST (large_cache_reuses_blocks_and_evicts_down_to_a_lowered_cap)
 {
   KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 128 * MiB);
   empty_cache (64 * MiB);
@@ -346,11 +390,14 @@ KT_TEST (large_cache_cap)
   for (int i = 0; i < 6; i++)
     kame_pool_free (got[i]);
   KT_CHECK_EQ (kt_pool_stats ().cache_bytes, full);
+  /* The first level holds, oldest first, 4 MiB, 4 MiB, 6 MiB and a
+     page, 6 MiB and a page; a lower cap evicts oldest first, so under
+     10 MiB only the newest mapping stays, and under 2 MiB nothing.  */
   kame_pool_set_large_cache_cap (10 * MiB);
   KT_CHECK_EQ (kame_pool_get_large_cache_cap (), 10 * MiB);
-  KT_CHECK (kt_pool_stats ().cache_bytes <= 10 * MiB);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 6 * MiB + KT_PAGE);
   kame_pool_set_large_cache_cap (2 * MiB);
-  KT_CHECK (kt_pool_stats ().cache_bytes <= 2 * MiB);
+  KT_CHECK_EQ (kt_pool_stats ().cache_bytes, 0);
   void *big = kame_pool_malloc (3 * MiB);
   size_t before = kt_pool_stats ().cache_bytes;
   kame_pool_free (big);
@@ -374,7 +421,7 @@ rss_bytes (void)
    back to within a tenth of the working set of where it was (freeing
    more than the cache cap with no allocation in between drains the
    cache and returns the free units' pages).  */
-KT_TEST (large_rss_drops)
+KT_TEST (large_rss_comes_back_down_after_256_mib_is_freed)
 {
 #ifdef __SANITIZE_THREAD__
   /* The sanitizer's shadow memory grows with every byte touched and is
@@ -407,6 +454,9 @@ KT_TEST (large_rss_drops)
       size_t after = rss_bytes ();
       printf ("%zu x %zu KiB: RSS %zu MiB, %zu MiB, %zu MiB\n", n,
               sizes[k] / KiB, before / MiB, peak / MiB, after / MiB);
+      /* Here and below, bounds rather than values: what is resident is
+         up to the kernel (huge pages, page tables, the C library's own
+         pages).  */
       KT_CHECK (peak >= before + n * sizes[k] / 2);
       KT_CHECK (after <= before + n * sizes[k] / 10);
       kame_pool_set_large_cache_cap (0);
@@ -414,14 +464,6 @@ KT_TEST (large_rss_drops)
       KT_CHECK (drained <= before + 8 * MiB + 16 * MiB);
       kame_pool_set_large_cache_cap (64 * MiB);
     }
-}
-
-/* The usable size of a mapping of its own for N bytes: the block is
-   one page into the mapping, which is rounded to pages.  */
-static size_t
-mapping_usable (size_t n)
-{
-  return (KT_PAGE + n + KT_PAGE - 1) / KT_PAGE * KT_PAGE - KT_PAGE;
 }
 
 /* Map the LEN bytes at AT, which must be free, or return NULL.  */
@@ -523,7 +565,7 @@ KT_TEST (large_realloc_moves_mapping_when_the_next_page_is_taken)
 }
 
 /* calloc of a block the cache held gives zeros all the same.  */
-KT_TEST (large_calloc_recycled)
+KT_TEST (large_calloc_zeroes_a_block_reused_from_the_cache)
 {
   empty_cache (64 * MiB);
   static const size_t sizes[] = { 240 * KiB, MiB, 4 * MiB, 5 * MiB,
@@ -546,7 +588,7 @@ KT_TEST (large_calloc_recycled)
 /* A cached mapping smaller than a request, but at least half of it,
    is grown in place (the rest of its 32 MiB slot is free in this
    small process), so only the difference faults in.  */
-KT_TEST (large_cache_grows_mapping)
+KT_TEST (large_cached_mapping_of_half_the_request_is_grown_in_place)
 {
   empty_cache (64 * MiB);
   unsigned char *p = kame_pool_malloc (5 * MiB);
@@ -554,11 +596,11 @@ KT_TEST (large_cache_grows_mapping)
   memset (p, 0x5a, 5 * MiB);
   kame_pool_free (p);
   kame_pool_stats_t before = kt_pool_stats ();
-  KT_CHECK (before.cache_bytes >= 5 * MiB);
+  KT_CHECK_EQ (before.cache_bytes, 5 * MiB + KT_PAGE);
   unsigned char *q = kame_pool_malloc (8 * MiB);
   KT_CHECK_PTR_EQ (q, p);
   size_t usable = kame_pool_malloc_usable_size (q);
-  KT_CHECK (usable >= 8 * MiB && usable < 8 * MiB + 8192);
+  KT_CHECK_EQ (usable, mapping_usable (8 * MiB));
   kame_pool_stats_t after = kt_pool_stats ();
   KT_CHECK_EQ (after.cache_bytes + 5 * MiB + KT_PAGE, before.cache_bytes);
   KT_CHECK_EQ (after.large_alloc_bytes,
@@ -639,7 +681,7 @@ streak_alloc (void *arg)
   return NULL;
 }
 
-KT_TEST (large_free_streak)
+KT_TEST (large_teardown_drains_the_cache_but_a_pipeline_keeps_it)
 {
   const struct { size_t size, count, kept; } run[] = {
     { MiB, 80, 4 * MiB },
@@ -675,11 +717,17 @@ KT_TEST (large_free_streak)
   kame_pool_set_large_cache_cap (64 * MiB);
 }
 
-KT_MAIN (KT_CASE (large_cache_grows_mapping), KT_CASE (large_calloc_recycled), KT_CASE (large_full_span), KT_CASE (large_distinct_bases),
-         KT_CASE (large_double_free_cached), KT_CASE (large_no_over_serving),
-         KT_CASE (large_stats_step), KT_CASE (large_cache_cap),
-         KT_CASE (large_rss_drops),
+KT_MAIN (KT_CASE (large_cached_mapping_of_half_the_request_is_grown_in_place),
+         KT_CASE (large_calloc_zeroes_a_block_reused_from_the_cache),
+         KT_CASE (large_blocks_keep_every_byte_of_their_exact_usable_size),
+         KT_CASE (large_live_blocks_never_overlap),
+         KT_CASE (large_double_free_cached),
+         KT_CASE
+           (large_cache_reuses_huge_blocks_only_at_their_size_and_cuts_chunks),
+         KT_CASE (large_stats_move_each_block_between_live_and_cached_bytes),
+         KT_CASE (large_cache_reuses_blocks_and_evicts_down_to_a_lowered_cap),
+         KT_CASE (large_rss_comes_back_down_after_256_mib_is_freed),
          KT_CASE (large_realloc_grows_mapping_in_place_into_free_space),
          KT_CASE (large_realloc_moves_mapping_when_the_next_page_is_taken),
-         KT_CASE (large_free_streak),
+         KT_CASE (large_teardown_drains_the_cache_but_a_pipeline_keeps_it),
          KT_CASE (large_realloc_grows_dedicated_in_place))

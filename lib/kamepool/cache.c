@@ -556,32 +556,22 @@ kp_cache_put (uintptr_t e, bool freed)
 
 /* ---- The tiers' interface ----------------------------------------------- */
 
-/* The long way of kp_cache_free_dedicated: C's entry E into the cache,
-   else C's units are released.  */
-static KP_NOINLINE void
-kp_cache_free_chunk (kp_chunk_t *c, uintptr_t e)
-{
-  if (kp_cache_put (e, true))
-    return;
-  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
-  kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
-                                                 : KP_PAGES_LAZY_LARGE);
-}
-
-/* Free P, the block of dedicated chunk C, for the thread whose heap is
-   H (kp_tc.heap, live or not): into the cache, else its units are
-   released.  kp_free_pool tries the first level inline first
-   (kp_cache_free_dedicated_fast, which must put an entry exactly as
-   kp_l1_put_fast does).  */
-void
-kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h)
+/* Free P, the block of dedicated chunk C, the long way: kp_free_pool
+   has found no room for it in the first level (its inline put,
+   kp_cache_free_dedicated_fast, tests what kp_l1_put_fast tests, so
+   that put is not tried again).  Into the cache, else C's units are
+   released.  Out of line, so that free saves no registers for it.  */
+KP_NOINLINE void
+kp_cache_free_dedicated (kp_chunk_t *c, void *p)
 {
   KP_ASSERT (p == kp_chunk_data (c));
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
-  uintptr_t e = kp_entry_chunk_at (p, units);
-  if (!kp_l1_put_fast (h, e, (size_t) units << KP_UNIT_SHIFT))
-    kp_cache_free_chunk (c, e);
+  if (kp_cache_put (kp_entry_chunk_at (p, units), true))
+    return;
+  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
+  kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
+                                                 : KP_PAGES_LAZY_LARGE);
 }
 
 kp_chunk_t *

@@ -1091,8 +1091,8 @@ KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);
-/* Free P, the block of dedicated chunk C; H is kp_tc.heap.  */
-KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p, kp_heap_t *h);
+/* Free P, the block of dedicated chunk C, the long way.  */
+KP_HIDDEN void kp_cache_free_dedicated (kp_chunk_t *c, void *p);
 /* The generation of the large cache's cap (cache.c).  */
 extern _Atomic (unsigned) kp_cache_gen KP_HIDDEN;
 /* A cached mapping of MAP_SIZE to twice MAP_SIZE bytes, or a bigger
@@ -1278,7 +1278,7 @@ kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
                              memory_order_relaxed);
       return;
     }
-  kp_cache_free_dedicated (c, p, h);
+  kp_cache_free_dedicated (c, p);
 }
 
 /* Free P, a block in a pool region: a plain push when this thread owns

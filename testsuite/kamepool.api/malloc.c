@@ -20,26 +20,6 @@
 #define UNIT (256 * KIB)
 #define REGION (32 * MIB)
 
-
-/* The usable size the contract promises for kame_pool_malloc (N).  */
-static size_t
-expected_usable (size_t n)
-{
-  if (n <= KT_SMALL_MAX)
-    {
-      for (size_t i = 0; i < KT_NCLASSES; i++)
-        if (kt_classes[i] >= n)
-          return kt_classes[i];
-    }
-  if (n <= 4 * MIB)
-    return (n + UNIT - 1) / UNIT * UNIT;
-  /* A mapping of its own, the block one page into it: the mapping is
-     n + a page rounded to pages, so the capacity is n rounded to
-     pages.  */
-  return (n + KT_PAGE - 1) / KT_PAGE * KT_PAGE;
-}
-
-
 static bool
 all_zero (const void *p, size_t n)
 {
@@ -106,9 +86,9 @@ KT_TEST (every_size_is_16_byte_aligned_with_its_class_usable_size)
       if ((uintptr_t) p[i] % 16 != 0)
         KT_FAILF ("malloc (%zu) = %p, not 16-byte aligned", sizes[i], p[i]);
       size_t u = kame_pool_malloc_usable_size (p[i]);
-      if (u != expected_usable (sizes[i]))
+      if (u != kt_usable_for (sizes[i]))
         KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
-                  sizes[i], u, expected_usable (sizes[i]));
+                  sizes[i], u, kt_usable_for (sizes[i]));
       kt_paint (p[i], u, (unsigned) i);
     }
   for (size_t i = 0; i < count; i++)
@@ -182,9 +162,9 @@ KT_TEST (large_sizes_are_page_rounded_one_page_into_a_mapping)
       unsigned char *p = kame_pool_malloc (sizes[i]);
       KT_CHECK (p != NULL);
       size_t u = kame_pool_malloc_usable_size (p);
-      if (u != expected_usable (sizes[i]))
+      if (u != kt_usable_for (sizes[i]))
         KT_FAILF ("usable_size (malloc (%zu)) = %zu, expected %zu",
-                  sizes[i], u, expected_usable (sizes[i]));
+                  sizes[i], u, kt_usable_for (sizes[i]));
       KT_CHECK_EQ ((uintptr_t) p % REGION, KT_PAGE);
       p[0] = 1;
       p[u - 1] = 2;
@@ -323,7 +303,7 @@ KT_TEST (realloc_null_acts_as_malloc)
       KT_CHECK (p != NULL);
       KT_CHECK_EQ (errno, EDOM);
       KT_CHECK_EQ (kame_pool_malloc_usable_size (p),
-                   expected_usable (sizes[i]));
+                   kt_usable_for (sizes[i]));
       kame_pool_free (p);
     }
 }
@@ -419,9 +399,9 @@ KT_TEST (realloc_grow_beyond_usable_moves_copies_and_frees)
       KT_CHECK (q != NULL);
       if (!kt_painted (q, n, 9))
         KT_FAILF ("realloc (%zu -> %zu) lost the contents", n, to);
-      KT_CHECK_EQ (kame_pool_malloc_usable_size (q), expected_usable (to));
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (q), kt_usable_for (to));
       kame_pool_stats_t s = kt_pool_stats ();
-      size_t ded = to > KT_SMALL_MAX && to <= 4 * MIB ? expected_usable (to) : 0;
+      size_t ded = to > KT_SMALL_MAX && to <= 4 * MIB ? kt_usable_for (to) : 0;
       KT_CHECK_EQ (s.dedicated_chunk_bytes - base.dedicated_chunk_bytes, ded);
       KT_CHECK_EQ (s.large_alloc_count - base.large_alloc_count,
                    to > 4 * MIB ? 1 : 0);
@@ -453,7 +433,7 @@ KT_TEST (realloc_failure_returns_null_and_keeps_the_block)
             KT_FAILF ("realloc (%zu -> %zu) returned %p", n, bad[k], q);
           KT_CHECK_EQ (errno, ENOMEM);
           KT_CHECK (kt_painted (p, n, 3));
-          KT_CHECK_EQ (kame_pool_malloc_usable_size (p), expected_usable (n));
+          KT_CHECK_EQ (kame_pool_malloc_usable_size (p), kt_usable_for (n));
         }
       kame_pool_free (p);
     }

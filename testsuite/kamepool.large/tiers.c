@@ -74,28 +74,12 @@ mapping_usable (size_t n)
   return (KT_PAGE + n + KT_PAGE - 1) / KT_PAGE * KT_PAGE - KT_PAGE;
 }
 
-/* The usable size kame_pool_malloc (N) gives (kame_pool_malloc(3)),
-   unless it takes a bigger cached mapping whole: the smallest class
-   that holds N up to 208896 bytes, whole units of 256 KiB up to 4 MiB,
-   then N rounded up to pages, in a mapping of its own.  */
-static size_t
-usable_for (size_t n)
-{
-  if (n <= KT_SMALL_MAX)
-    for (size_t i = 0; i < KT_NCLASSES; i++)
-      if (kt_classes[i] >= n)
-        return kt_classes[i];
-  if (n <= 4 * MiB)
-    return (n + UNIT - 1) / UNIT * UNIT;
-  return mapping_usable (n);
-}
-
 /* The bytes a freed block of N bytes adds to cache_bytes: its chunk's
    units, or its mapping with the header page.  */
 static size_t
 cached_for (size_t n)
 {
-  return n <= 4 * MiB ? usable_for (n) : usable_for (n) + KT_PAGE;
+  return n <= 4 * MiB ? kt_usable_for (n) : kt_usable_for (n) + KT_PAGE;
 }
 
 static const size_t span_sizes[] = {
@@ -118,7 +102,7 @@ KT_TEST (large_blocks_keep_every_byte_of_their_exact_usable_size)
       p[i] = kame_pool_malloc (span_sizes[i]);
       KT_CHECK (p[i] != NULL);
       size_t usable = kame_pool_malloc_usable_size (p[i]);
-      KT_CHECK_EQ (usable, usable_for (span_sizes[i]));
+      KT_CHECK_EQ (usable, kt_usable_for (span_sizes[i]));
       KT_CHECK (paint_and_check (p[i], usable));
     }
   for (size_t i = 0; i < NSPAN; i++)
@@ -152,7 +136,7 @@ KT_TEST (large_live_blocks_never_overlap)
           p[i] = kame_pool_malloc (n);
           KT_CHECK (p[i] != NULL);
           u[i] = kame_pool_malloc_usable_size (p[i]);
-          KT_CHECK_EQ (u[i], usable_for (n));
+          KT_CHECK_EQ (u[i], kt_usable_for (n));
           p[i][0] = (unsigned char) i;
           p[i][u[i] - 1] = (unsigned char) i;
         }

@@ -30,6 +30,24 @@ kt_page_size (void)
 }
 #define KT_PAGE (kt_page_size ())
 
+/* The usable size kame_pool_malloc (N) gives (kame_pool_malloc(3)),
+   unless it takes a bigger cached mapping whole: the smallest class
+   that holds N up to 208896 bytes, whole units of 256 KiB up to 4 MiB,
+   then, in a mapping of its own with the block one page in, N rounded
+   up to pages.  */
+static inline size_t
+kt_usable_for (size_t n)
+{
+  const size_t unit = (size_t) 256 << 10;
+  if (n <= KT_SMALL_MAX)
+    for (size_t i = 0; i < KT_NCLASSES; i++)
+      if (kt_classes[i] >= n)
+        return kt_classes[i];
+  if (n <= 16 * unit)
+    return (n + unit - 1) / unit * unit;
+  return (n + KT_PAGE - 1) / KT_PAGE * KT_PAGE;
+}
+
 /* A snapshot of the pool's statistics, the newest version.  */
 static inline kame_pool_stats_t
 kt_pool_stats (void)

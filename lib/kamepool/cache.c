@@ -120,15 +120,23 @@ kp_entry_bigger (uintptr_t e, bool mapping, size_t need)
          && (!mapping || kp_entry_bytes (e) <= KP_REGION_SIZE);
 }
 
-/* Give E's memory back for good.  */
+/* Give E's memory back for good: a mapping is unmapped, a chunk's
+   units go back to their region, their pages as PAGES says.  */
 static void
-kp_entry_release (uintptr_t e)
+kp_entry_release_pages (uintptr_t e, enum kp_release_pages pages)
 {
   if (kp_entry_is_mapping (e))
     kp_mapping_release (kp_entry_base (e));
   else
-    kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)),
-                      KP_PAGES_LAZY_LARGE);
+    kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)), pages);
+}
+
+/* The same, a chunk's pages kept resident within the large tier's
+   dirty budget.  */
+static void
+kp_entry_release (uintptr_t e)
+{
+  kp_entry_release_pages (e, KP_PAGES_LAZY_LARGE);
 }
 
 /* ---- Levels -------------------------------------------------------------- */
@@ -144,6 +152,13 @@ static inline size_t
 kp_l2_bytes (void)
 {
   return atomic_load_explicit (&kp_l2_total, memory_order_relaxed);
+}
+
+/* The bytes of H's free streak, without the decay's mark.  */
+static inline size_t
+kp_streak_bytes (const kp_heap_t *h)
+{
+  return h->cache.free_streak & ~KP_STREAK_MARK;
 }
 
 /* The bytes H's first level holds.  */
@@ -165,7 +180,7 @@ kp_l1_room_update (kp_heap_t *h)
   size_t cap = kp_setting (&kp_cache_cap);
   size_t held = kp_l1_bytes (h) + kp_l2_bytes ();
   size_t room = held < cap ? cap - held : 0;
-  size_t streak = h->cache.free_streak;
+  size_t streak = kp_streak_bytes (h);
   size_t unstreaked = streak < cap ? cap - streak : 0;
   h->cache.l1_room = room < unstreaked ? room : unstreaked;
   h->cache.l1_gen = gen;
@@ -410,7 +425,7 @@ kp_large_allocated_others (const kp_heap_t *self)
 static bool
 kp_cache_streak_over (kp_heap_t *h, size_t bytes, size_t cap)
 {
-  h->cache.free_streak += bytes;
+  h->cache.free_streak = kp_streak_bytes (h) + bytes;
   if (kp_likely (h->cache.free_streak <= cap || h->cache.free_streak == bytes))
     return false;
   /* What the others allocated since the last look pays the streak
@@ -433,7 +448,7 @@ bool
 kp_cache_tearing_down (void)
 {
   kp_heap_t *h = kp_cache_heap ();
-  return h != NULL && h->cache.free_streak > kp_cache_cap_now ();
+  return h != NULL && kp_streak_bytes (h) > kp_cache_cap_now ();
 }
 
 /* A large allocation of BYTES by the calling thread, other than from
@@ -678,6 +693,44 @@ kp_cache_thread_exit (kp_heap_t *h)
      takes the long way.  */
   h->cache.l1_room = 0;
   h->cache.l1_top = 0;
+}
+
+/* The decay of the first level.  A block waits there for the owner's
+   next large request of its size; one that no request has taken for
+   the decay's delay goes back to the kernel, so that a thread done
+   with its large blocks does not keep them resident for good (nor in
+   the free units' budget, which would keep them a period longer).
+   The takes, on the loop's path, do nothing for it: a pass notes the
+   entries and sets KP_STREAK_MARK, which every take clears.  A pass at
+   least the delay later that finds the mark still set knows that
+   nothing was taken in between, and gives back the entries still in
+   the slots where it noted them.  A loop that takes its block between
+   two passes keeps it.  */
+size_t
+kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
+{
+  size_t pages = 0;
+  if (h->cache.free_streak & KP_STREAK_MARK)
+    {
+      if (now - h->cache.l1_seen_at < delay)
+        return 0;
+      for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+        {
+          uintptr_t e = kp_l1_get (h, i);
+          if (e == 0 || e != h->cache.l1_seen[i])
+            continue;
+          pages += kp_entry_bytes (e) / KP_PAGE;
+          ++*calls;
+          kp_entry_release_pages (kp_l1_take (h, i), KP_PAGES_DISCARD);
+        }
+      if (pages != 0)
+        kp_l1_room_update (h);
+    }
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+    h->cache.l1_seen[i] = kp_l1_get (h, i);
+  h->cache.l1_seen_at = now;
+  h->cache.free_streak |= KP_STREAK_MARK;
+  return pages;
 }
 
 size_t

@@ -153,6 +153,9 @@ kp_heap_decay (kp_heap_t *h)
     return;
   h->decay_last = now;
   kp_heap_decay_pass (h, now, (uint32_t) delay);
+  size_t calls = 0, pages = kp_cache_decay (h, now, (uint32_t) delay, &calls);
+  if (calls != 0)
+    kp_heap_count_purges (h, calls, pages);
   kp_units_decay (now, (uint32_t) delay);
 }
 

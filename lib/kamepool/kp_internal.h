@@ -484,7 +484,21 @@ typedef struct kp_heap_cache
      large_allocated when it last looked (the free streak).  */
   _Atomic (size_t) large_allocated;
   size_t free_streak, streak_seen;
+  /* Owner-only: the first level as the last decay pass saw it, and
+     the time of that pass (kp_cache_decay); the pass also sets
+     KP_STREAK_MARK in free_streak.  */
+  uintptr_t l1_seen[KP_L1_SLOTS];
+  uint32_t l1_seen_at;
 } kp_heap_cache_t;
+
+/* The top bit of a heap's free_streak: set by the owner's decay pass,
+   cleared by every take from the first level (kp_l1_take_fast zeroes
+   the whole field, kp_l1_take clears the bit), by a large allocation
+   from elsewhere (kp_cache_note_alloc) and by a put the long way.  So
+   the takes need no work of their own to tell the decay that the
+   first level was used (kp_cache_decay); every reader of the streak's
+   bytes masks it (kp_streak_bytes).  */
+#define KP_STREAK_MARK ((size_t) 1 << (sizeof (size_t) * 8 - 1))
 
 /* A thread's large mappings (large.c): made minus freed, and their
    bytes; owner-only counters (kp_owner_add), read relaxed by
@@ -1074,6 +1088,7 @@ kp_l1_take (kp_heap_t *h, unsigned i)
   if (i + 1 == h->cache.l1_top)
     h->cache.l1_top = i;
   h->cache.l1_room += kp_entry_bytes (e);
+  h->cache.free_streak &= ~KP_STREAK_MARK;
   return e;
 }
 
@@ -1087,6 +1102,11 @@ KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, bool large);
 KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
+/* The decay of H's first level, at time NOW with delay DELAY: give
+   back the blocks no request has taken for the delay; their count is
+   added to *CALLS and their pages are returned.  */
+KP_HIDDEN size_t kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay,
+                                 size_t *calls);
 KP_HIDDEN size_t kp_cache_bytes (void);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */

@@ -1,7 +1,9 @@
 /* decay-now.c -- kamepool.api tests of the decay with no delay: the
    pages of a working set that is half freed in a scattered pattern go
    back to the kernel, every page that holds no live block, and the
-   blocks in them serve later requests with no new chunk.
+   blocks in them serve later requests with no new chunk; a block that
+   waits in the large cache goes back once a pass finds it untaken
+   since the last, and stays while the thread keeps taking it.
    kptest-env: KAME_POOL_DECAY_MS=0
 
    Copyright (C) 2026 The kamepool authors.
@@ -189,4 +191,136 @@ KT_TEST (decay_gives_back_the_pages_with_no_live_block)
     KT_FAILF ("%s", (const char *) err);
 }
 
-KT_MAIN (KT_CASE (decay_gives_back_the_pages_with_no_live_block))
+/* ---- The first level of the large cache -------------------------------
+
+   A freed dedicated block waits in its thread's first level of the
+   large cache.  A decay pass notes it; a later pass that finds it not
+   taken in between gives it back to the kernel.  */
+
+#define BIG ((size_t) 512 * 1024)       /* a dedicated chunk of 2 units */
+
+/* Make PASSES decay passes on the calling thread: a pass runs every
+   8th time a refill finds its active chunk dry (and, with the delay
+   at 0, every time it is due); 51 blocks of 5000 B fill a chunk.  */
+static const char *
+kt_decay_passes (int passes)
+{
+  enum { PER_CHUNK = 51 };
+  static char *fill[PER_CHUNK * 8 * 4 + PER_CHUNK];
+  size_t n = PER_CHUNK * 8 * (size_t) passes + PER_CHUNK;
+  if (n > sizeof fill / sizeof *fill)
+    return "too many passes";
+  for (size_t i = 0; i < n; i++)
+    if ((fill[i] = kame_pool_malloc (5000)) == NULL)
+      return "malloc failed";
+  for (size_t i = 0; i < n; i++)
+    kame_pool_free (fill[i]);
+  return NULL;
+}
+
+/* How many of the pages of the BIG bytes at P are resident.  */
+static size_t
+kt_resident_pages (const char *p)
+{
+  size_t n = 0;
+  for (size_t off = 0; off < BIG; off += KT_PAGE)
+    n += kt_resident ((uintptr_t) p + off);
+  return n;
+}
+
+static void *
+kt_cached_block_untaken (void *arg)
+{
+  (void) arg;
+  static char msg[256];
+  char *p = kame_pool_malloc (BIG);
+  if (p == NULL)
+    return "malloc failed";
+  memset (p, 0xa5, BIG);
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  kame_pool_free (p);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  if (s1.cache_bytes - s0.cache_bytes != BIG
+      || kt_resident_pages (p) != BIG / KT_PAGE)
+    {
+      snprintf (msg, sizeof msg, "freed: the cache grew by %zu bytes, %zu "
+                "pages resident", s1.cache_bytes - s0.cache_bytes,
+                kt_resident_pages (p));
+      return msg;
+    }
+  const char *err = kt_decay_passes (3);
+  if (err != NULL)
+    return (void *) err;
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  if (s2.cache_bytes != s0.cache_bytes || kt_resident_pages (p) != 0
+      || s2.purge_pages - s1.purge_pages < BIG / KT_PAGE)
+    {
+      snprintf (msg, sizeof msg, "after 3 passes: the cache holds %zu bytes "
+                "more than before, %zu pages resident, purge_pages grew by "
+                "%zu", s2.cache_bytes - s0.cache_bytes, kt_resident_pages (p),
+                s2.purge_pages - s1.purge_pages);
+      return msg;
+    }
+  return NULL;
+}
+
+KT_TEST (decay_gives_back_a_cached_block_no_request_took)
+{
+  pthread_t t;
+  void *err;
+  KT_CHECK (pthread_create (&t, NULL, kt_cached_block_untaken, NULL) == 0);
+  KT_CHECK (pthread_join (t, &err) == 0);
+  if (err != NULL)
+    KT_FAILF ("%s", (const char *) err);
+}
+
+/* A block the thread takes from its cache between every two passes is
+   never given back: it comes back at the same address with the bytes
+   it was freed with (pages given back would read as zeros).  */
+static void *
+kt_cached_block_in_use (void *arg)
+{
+  (void) arg;
+  static char msg[256];
+  char *p = kame_pool_malloc (BIG);
+  if (p == NULL)
+    return "malloc failed";
+  memset (p, 0xa5, BIG);
+  kame_pool_free (p);
+  for (int round = 0; round < 6; round++)
+    {
+      const char *err = kt_decay_passes (1);
+      if (err != NULL)
+        return (void *) err;
+      char *q = kame_pool_malloc (BIG);
+      if (q != p)
+        {
+          snprintf (msg, sizeof msg, "round %d: got %p, not the cached %p",
+                    round, (void *) q, (void *) p);
+          return msg;
+        }
+      for (size_t off = 0; off < BIG; off += KT_PAGE)
+        if ((unsigned char) q[off] != 0xa5)
+          {
+            snprintf (msg, sizeof msg, "round %d: the page at +%zu was "
+                      "given back", round, off);
+            return msg;
+          }
+      kame_pool_free (q);
+    }
+  return NULL;
+}
+
+KT_TEST (decay_leaves_a_cached_block_in_use_alone)
+{
+  pthread_t t;
+  void *err;
+  KT_CHECK (pthread_create (&t, NULL, kt_cached_block_in_use, NULL) == 0);
+  KT_CHECK (pthread_join (t, &err) == 0);
+  if (err != NULL)
+    KT_FAILF ("%s", (const char *) err);
+}
+
+KT_MAIN (KT_CASE (decay_gives_back_the_pages_with_no_live_block),
+         KT_CASE (decay_gives_back_a_cached_block_no_request_took),
+         KT_CASE (decay_leaves_a_cached_block_in_use_alone))

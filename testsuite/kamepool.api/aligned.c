@@ -324,7 +324,29 @@ KT_TEST (posix_memalign_zero_size_returns_unique_pointers)
       kame_pool_free (p[k][i]);
 }
 
+/* The examples of kame_pool_aligned_alloc(3), literally.  */
+KT_TEST (aligned_alloc_gives_the_blocks_its_man_page_names)
+{
+  static const struct { size_t a, n, usable; } ex[] = {
+    { 4096, 100, 4096 },
+    { 4096, 5000, 8192 },
+    { 4096, 40000, 57344 },
+    { 65536, 100, 65536 },
+    { 131072, 131072, 131072 },
+    { 32768, 150000, 262144 },        /* no class: a dedicated chunk */
+  };
+  for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+    {
+      void *p = kame_pool_aligned_alloc (ex[i].a, ex[i].n);
+      KT_CHECK (p != NULL);
+      KT_CHECK_EQ ((uintptr_t) p % ex[i].a, 0);
+      KT_CHECK_EQ (kame_pool_malloc_usable_size (p), ex[i].usable);
+      kame_pool_free (p);
+    }
+}
+
 KT_MAIN (KT_CASE (aligned_alloc_8_b_to_16_mib_gives_the_contract_block),
+         KT_CASE (aligned_alloc_gives_the_blocks_its_man_page_names),
          KT_CASE (posix_memalign_8_b_to_16_mib_gives_the_contract_block),
          KT_CASE (aligned_alloc_many_live_blocks_keep_alignment),
          KT_CASE (zero_size_with_alignment_above_a_unit_gets_a_usable_block),

@@ -1,9 +1,9 @@
-/* aligned.c -- kamepool.large: every power-of-two alignment from 8
-   bytes to 16 MiB, crossed with the sizes 1, A-1, A, A+1, 4 KiB, 1 MiB
-   and 5 MiB, through posix_memalign, aligned_alloc, memalign and the
-   kame_pool_* forms: each block is the pool's, aligned, of the usable
-   size of its tier, writable over its whole request, and freed by
-   plain free.
+/* aligned-interposed.c -- kamepool.large: every power-of-two
+   alignment from 8 bytes to 16 MiB, crossed with the sizes 1, A-1, A,
+   A+1, 4 KiB, 1 MiB and 5 MiB, through posix_memalign, aligned_alloc,
+   memalign and the kame_pool_* forms: each block is the pool's,
+   aligned, of the usable size of its tier, writable over its whole
+   request, and freed by plain free.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

@@ -3,7 +3,8 @@
    of cache.c): one thread alone never has more than the cap cached;
    with two threads the cache may hold the cap plus the other thread's
    first level, and no more; a cap lowered by another thread holds at
-   this thread's next free.  Blocks of 1 MiB are dedicated chunks of 4
+   this thread's next free, and one lowered by this thread trims its
+   cache at once.  Blocks of 1 MiB are dedicated chunks of 4
    units; a 5 MiB mapping is above every cap used here, so that its
    malloc and free end the free streak and work out the budget anew
    without caching anything.
@@ -16,6 +17,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
@@ -173,6 +176,53 @@ KT_TEST (large_cap_lowered_holds_at_the_other_threads_next_free)
   pthread_barrier_destroy (&bar);
 }
 
+static bool
+kt_resident_mib (const char *p)
+{
+  unsigned char v[MiB / 4096];
+  size_t pages = MiB / KT_PAGE;
+  if (pages > sizeof v || mincore ((void *) p, MiB, v) != 0)
+    return true;                /* cannot say: fail below */
+  for (size_t i = 0; i < pages; i++)
+    if (v[i] & 1)
+      return true;
+  return false;
+}
+
+/* The cap lowered by the thread that holds the cache: its first level
+   is trimmed at once, oldest first, down to the new cap, and the pages
+   of what goes are given back (the free units the large tier keeps
+   resident are purged when the cap goes down).  Four 1 MiB blocks
+   cached, cap lowered to 2.5 MiB: the two oldest go, the two newest
+   stay and serve the next two requests.  */
+KT_TEST (large_cap_lowered_trims_the_callers_cache_oldest_first)
+{
+  empty_cache (64 * MiB);
+  char *p[4];
+  for (int i = 0; i < 4; i++)
+    {
+      p[i] = kame_pool_malloc (MiB);
+      KT_CHECK (p[i] != NULL);
+      memset (p[i], 0x5a, MiB);
+    }
+  for (int i = 0; i < 4; i++)
+    kame_pool_free (p[i]);
+  KT_CHECK_EQ (cached (), 4 * MiB);
+  KT_CHECK_EQ (kame_pool_set_large_cache_cap (5 * MiB / 2), 0);
+  KT_CHECK_EQ (cached (), 2 * MiB);
+  KT_CHECK (!kt_resident_mib (p[0]));
+  KT_CHECK (!kt_resident_mib (p[1]));
+  char *q0 = kame_pool_malloc (MiB), *q1 = kame_pool_malloc (MiB);
+  KT_CHECK ((q0 == p[2] && q1 == p[3]) || (q0 == p[3] && q1 == p[2]));
+  KT_CHECK_EQ (cached (), 0);
+  KT_CHECK_EQ ((unsigned char) q0[MiB - 1], 0x5a);
+  KT_CHECK_EQ ((unsigned char) q1[MiB - 1], 0x5a);
+  kame_pool_free (q0);
+  kame_pool_free (q1);
+  kame_pool_set_large_cache_cap (128 * MiB);
+}
+
 KT_MAIN (KT_CASE (large_one_thread_never_caches_more_than_the_cap),
+         KT_CASE (large_cap_lowered_trims_the_callers_cache_oldest_first),
          KT_CASE (large_two_threads_exceed_the_cap_by_one_first_level_only),
          KT_CASE (large_cap_lowered_holds_at_the_other_threads_next_free))

@@ -492,8 +492,9 @@ typedef struct kp_heap_cache
 } kp_heap_cache_t;
 
 /* The top bit of a heap's free_streak: set by the owner's decay pass,
-   cleared by every take from the first level (kp_l1_take_fast zeroes
-   the whole field, kp_l1_take clears the bit), by a large allocation
+   cleared by every take from the first level for a request (the short
+   paths zero the whole field, kp_cache_take and
+   kp_cache_take_mapping_smaller clear the bit), by a large allocation
    from elsewhere (kp_cache_note_alloc) and by a put the long way.  So
    the takes need no work of their own to tell the decay that the
    first level was used (kp_cache_decay); every reader of the streak's
@@ -1088,7 +1089,6 @@ kp_l1_take (kp_heap_t *h, unsigned i)
   if (i + 1 == h->cache.l1_top)
     h->cache.l1_top = i;
   h->cache.l1_room += kp_entry_bytes (e);
-  h->cache.free_streak &= ~KP_STREAK_MARK;
   return e;
 }
 

@@ -179,16 +179,11 @@ kt_half_free (void *arg)
 
 KT_TEST (decay_gives_back_the_pages_with_no_live_block)
 {
-  pthread_t t;
-  void *err;
   kame_pool_stats_t s = kt_pool_stats ();
   size_t k = kt_pool_class (&s, SIZE);
   KT_CHECK (k != SIZE_MAX);
   before = s.classes[k];
-  KT_CHECK (pthread_create (&t, NULL, kt_half_free, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (kt_half_free);
 }
 
 /* ---- The first level of the large cache -------------------------------
@@ -228,15 +223,24 @@ kt_resident_pages (const char *p)
   return n;
 }
 
+/* A BIG block with every byte 0xa5, or NULL.  */
+static char *
+kt_big_block (void)
+{
+  char *p = kame_pool_malloc (BIG);
+  if (p != NULL)
+    memset (p, 0xa5, BIG);
+  return p;
+}
+
 static void *
 kt_cached_block_untaken (void *arg)
 {
   (void) arg;
   static char msg[256];
-  char *p = kame_pool_malloc (BIG);
+  char *p = kt_big_block ();
   if (p == NULL)
     return "malloc failed";
-  memset (p, 0xa5, BIG);
   kame_pool_stats_t s0 = kt_pool_stats ();
   kame_pool_free (p);
   kame_pool_stats_t s1 = kt_pool_stats ();
@@ -266,12 +270,7 @@ kt_cached_block_untaken (void *arg)
 
 KT_TEST (decay_gives_back_a_cached_block_no_request_took)
 {
-  pthread_t t;
-  void *err;
-  KT_CHECK (pthread_create (&t, NULL, kt_cached_block_untaken, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (kt_cached_block_untaken);
 }
 
 /* A block the thread takes from its cache between every two passes is
@@ -282,10 +281,9 @@ kt_cached_block_in_use (void *arg)
 {
   (void) arg;
   static char msg[256];
-  char *p = kame_pool_malloc (BIG);
+  char *p = kt_big_block ();
   if (p == NULL)
     return "malloc failed";
-  memset (p, 0xa5, BIG);
   kame_pool_free (p);
   for (int round = 0; round < 6; round++)
     {
@@ -313,12 +311,7 @@ kt_cached_block_in_use (void *arg)
 
 KT_TEST (decay_leaves_a_cached_block_in_use_alone)
 {
-  pthread_t t;
-  void *err;
-  KT_CHECK (pthread_create (&t, NULL, kt_cached_block_in_use, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (kt_cached_block_in_use);
 }
 
 KT_MAIN (KT_CASE (decay_gives_back_the_pages_with_no_live_block),

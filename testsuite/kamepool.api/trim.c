@@ -139,12 +139,7 @@ kt_trim_after_free (void *arg)
 
 KT_TEST (trim_gives_back_the_pages_of_the_freed_blocks_once)
 {
-  pthread_t t;
-  void *err;
-  KT_CHECK (pthread_create (&t, NULL, kt_trim_after_free, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (kt_trim_after_free);
 }
 
 /* ---- A partial chunk emptied by remote frees ---------------------------- */
@@ -271,14 +266,9 @@ kt_trim_pad (void *arg)
 
 KT_TEST (trim_keeps_the_cache_and_free_units_that_pad_covers)
 {
-  pthread_t t;
-  void *err;
   /* Start from an empty cache and no free resident units.  */
   kame_pool_trim (0);
-  KT_CHECK (pthread_create (&t, NULL, kt_trim_pad, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (kt_trim_pad);
 }
 
 static void *

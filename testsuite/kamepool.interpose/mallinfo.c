@@ -128,15 +128,10 @@ trim_thread (void *arg)
 
 KT_TEST (malloc_trim_gives_back_the_pages_of_the_freed_blocks)
 {
-  pthread_t t;
-  void *err;
   /* A block this thread freed may wait in its own first level of the
      large cache, which only this thread's trim gives back.  */
   malloc_trim (0);
-  KT_CHECK (pthread_create (&t, NULL, trim_thread, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (trim_thread);
 }
 
 /* ---- mallinfo2 -------------------------------------------------------- */
@@ -235,13 +230,8 @@ counting_thread (void *arg)
 
 KT_TEST (mallinfo2_counts_known_allocations_exactly)
 {
-  pthread_t t;
-  void *err;
   malloc_trim (0);              /* see above */
-  KT_CHECK (pthread_create (&t, NULL, counting_thread, NULL) == 0);
-  KT_CHECK (pthread_join (t, &err) == 0);
-  if (err != NULL)
-    KT_FAILF ("%s", (const char *) err);
+  kt_in_a_thread (counting_thread);
 }
 
 KT_TEST (mallinfo_saturates_at_int_max)

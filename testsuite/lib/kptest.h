@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,6 +91,21 @@ kt_report_failure (const char *file, int line, const char *what)
       KT_FAILF ("%s == %s (\"%s\" != \"%s\")", #a, #b,                  \
                 kt_a_ ? kt_a_ : "(null)", kt_b_ ? kt_b_ : "(null)");    \
   } while (0)
+
+/* Run FN (NULL) in a thread of its own and wait for it; FN returns
+   NULL, or a message that fails the current test.  Tests that need a
+   fresh heap (an empty first level of the large cache, no chunks of
+   their own yet) run their body this way.  */
+static __attribute__ ((__unused__)) void
+kt_in_a_thread (void *(*fn) (void *))
+{
+  pthread_t t;
+  void *err;
+  KT_CHECK (pthread_create (&t, NULL, fn, NULL) == 0);
+  KT_CHECK (pthread_join (t, &err) == 0);
+  if (err != NULL)
+    KT_FAILF ("%s", (const char *) err);
+}
 
 /* Mark the current test UNSUPPORTED (for example, no THP in the
    kernel) and stop it.  */

@@ -75,7 +75,7 @@ typedef struct kame_pool_stats
   size_t remote_pending;        /* remote frees not yet collected */
   size_t abandoned_chunks;      /* chunks of exited threads, not empty */
   size_t abandoned_bytes;       /* their resident bytes */
-  size_t purge_calls;           /* madvise calls of the decay, ever */
+  size_t purge_calls;           /* madvise/munmap calls of the decay, ever */
   size_t purge_pages;           /* pages those calls gave back, ever */
   size_t nclasses;              /* rows of CLASSES filled */
   /* Version 4: more rows (the classes above 32 KiB).  */

@@ -393,10 +393,7 @@ kp_cache_take (bool mapping, size_t need)
         return e;
     }
   unsigned i = fit != KP_L1_SLOTS ? fit : bigger;
-  if (i == KP_L1_SLOTS)
-    return 0;
-  h->cache.free_streak &= ~KP_STREAK_MARK;
-  return kp_l1_take (h, i);
+  return i != KP_L1_SLOTS ? kp_l1_take (h, i) : 0;
 }
 
 /* The sum of the large_allocated of every heap but SELF.  */
@@ -642,10 +639,7 @@ kp_cache_take_mapping_smaller (size_t map_size, size_t *got)
       unsigned best = kp_slots_biggest_below (h->cache.l1, KP_L1_SLOTS, floor,
                                               map_size, &seen);
       if (best != KP_L1_SLOTS)
-        {
-          h->cache.free_streak &= ~KP_STREAK_MARK;
-          e = kp_l1_take (h, best);
-        }
+        e = kp_l1_take (h, best);
     }
   if (e == 0 && kp_l2_bytes () != 0)
     {
@@ -706,10 +700,11 @@ kp_cache_thread_exit (kp_heap_t *h)
    the decay's delay goes back to the kernel, so that a thread done
    with its large blocks does not keep them resident for good (nor in
    the free units' budget, which would keep them a period longer).
-   The takes, on the loop's path, do nothing for it: a pass notes the
-   entries and sets KP_STREAK_MARK, which every take for a request
-   clears (the short paths zero the streak).  A pass at
-   least the delay later that finds the mark still set knows that
+   The takes do nothing of their own for it: a pass notes the entries
+   and sets KP_STREAK_MARK, and every take for a request zeroes the
+   streak already (the short paths themselves, the long way through
+   kp_cache_note_alloc before it looks in the cache).  A pass at least
+   the delay later that finds the mark still set knows that
    nothing was taken in between, and gives back the entries still in
    the slots where it noted them.  A loop that takes its block between
    two passes keeps it.  */

@@ -492,10 +492,10 @@ typedef struct kp_heap_cache
 } kp_heap_cache_t;
 
 /* The top bit of a heap's free_streak: set by the owner's decay pass,
-   cleared by every take from the first level for a request (the short
-   paths zero the whole field, kp_cache_take and
-   kp_cache_take_mapping_smaller clear the bit), by a large allocation
-   from elsewhere (kp_cache_note_alloc) and by a put the long way.  So
+   cleared by every large allocation, which zeroes the streak (the
+   short paths' takes from the first level themselves, the long way,
+   kp_malloc_large, through kp_cache_note_alloc before it looks in the
+   cache), and by a put the long way.  So
    the takes need no work of their own to tell the decay that the
    first level was used (kp_cache_decay); every reader of the streak's
    bytes masks it (kp_streak_bytes).  */

@@ -213,16 +213,6 @@ kt_decay_passes (int passes)
   return NULL;
 }
 
-/* How many of the pages of the BIG bytes at P are resident.  */
-static size_t
-kt_resident_pages (const char *p)
-{
-  size_t n = 0;
-  for (size_t off = 0; off < BIG; off += KT_PAGE)
-    n += kt_resident ((uintptr_t) p + off);
-  return n;
-}
-
 /* A BIG block with every byte 0xa5, or NULL.  */
 static char *
 kt_big_block (void)
@@ -245,24 +235,24 @@ kt_cached_block_untaken (void *arg)
   kame_pool_free (p);
   kame_pool_stats_t s1 = kt_pool_stats ();
   if (s1.cache_bytes - s0.cache_bytes != BIG
-      || kt_resident_pages (p) != BIG / KT_PAGE)
+      || kt_resident_count (p, BIG) != BIG / KT_PAGE)
     {
       snprintf (msg, sizeof msg, "freed: the cache grew by %zu bytes, %zu "
                 "pages resident", s1.cache_bytes - s0.cache_bytes,
-                kt_resident_pages (p));
+                kt_resident_count (p, BIG));
       return msg;
     }
   const char *err = kt_decay_passes (3);
   if (err != NULL)
     return (void *) err;
   kame_pool_stats_t s2 = kt_pool_stats ();
-  if (s2.cache_bytes != s0.cache_bytes || kt_resident_pages (p) != 0
+  if (s2.cache_bytes != s0.cache_bytes || kt_resident_count (p, BIG) != 0
       || s2.purge_pages - s1.purge_pages < BIG / KT_PAGE)
     {
       snprintf (msg, sizeof msg, "after 3 passes: the cache holds %zu bytes "
                 "more than before, %zu pages resident, purge_pages grew by "
-                "%zu", s2.cache_bytes - s0.cache_bytes, kt_resident_pages (p),
-                s2.purge_pages - s1.purge_pages);
+                "%zu", s2.cache_bytes - s0.cache_bytes,
+                kt_resident_count (p, BIG), s2.purge_pages - s1.purge_pages);
       return msg;
     }
   return NULL;

@@ -18,7 +18,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
@@ -176,19 +175,6 @@ KT_TEST (large_cap_lowered_holds_at_the_other_threads_next_free)
   pthread_barrier_destroy (&bar);
 }
 
-static bool
-kt_resident_mib (const char *p)
-{
-  unsigned char v[MiB / 4096];
-  size_t pages = MiB / KT_PAGE;
-  if (pages > sizeof v || mincore ((void *) p, MiB, v) != 0)
-    return true;                /* cannot say: fail below */
-  for (size_t i = 0; i < pages; i++)
-    if (v[i] & 1)
-      return true;
-  return false;
-}
-
 /* The cap lowered by the thread that holds the cache: its first level
    is trimmed at once, oldest first, down to the new cap, and the pages
    of what goes are given back (the free units the large tier keeps
@@ -210,8 +196,8 @@ KT_TEST (large_cap_lowered_trims_the_callers_cache_oldest_first)
   KT_CHECK_EQ (cached (), 4 * MiB);
   KT_CHECK_EQ (kame_pool_set_large_cache_cap (5 * MiB / 2), 0);
   KT_CHECK_EQ (cached (), 2 * MiB);
-  KT_CHECK (!kt_resident_mib (p[0]));
-  KT_CHECK (!kt_resident_mib (p[1]));
+  KT_CHECK_EQ (kt_resident_count (p[0], MiB), 0);
+  KT_CHECK_EQ (kt_resident_count (p[1], MiB), 0);
   char *q0 = kame_pool_malloc (MiB), *q1 = kame_pool_malloc (MiB);
   KT_CHECK ((q0 == p[2] && q1 == p[3]) || (q0 == p[3] && q1 == p[2]));
   KT_CHECK_EQ (cached (), 0);

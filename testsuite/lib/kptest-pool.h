@@ -5,6 +5,10 @@
 #ifndef KPTEST_POOL_H
 #define KPTEST_POOL_H 1
 
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 /* The 69 size classes of the contract, and the largest: above 32768,
    1 MiB / M rounded down to 1 KiB, for M = 30, 28, ... 18, 16, 15,
    ... 5.  */
@@ -91,6 +95,22 @@ kt_pool_interposes (void)
   bool ours = kame_pool_malloc_usable_size (p) != 0;
   free (p);
   return ours;
+}
+
+/* How many of the pages of the LEN bytes at P (page-aligned) are
+   resident, by mincore; SIZE_MAX when mincore fails (not mapped).  */
+static inline size_t
+kt_resident_count (const void *p, size_t len)
+{
+  size_t n = 0;
+  for (size_t off = 0; off < len; off += KT_PAGE)
+    {
+      unsigned char v = 0;
+      if (mincore ((char *) p + off, KT_PAGE, &v) != 0)
+        return SIZE_MAX;
+      n += v & 1;
+    }
+  return n;
 }
 
 #ifdef RTLD_DEFAULT             /* <dlfcn.h> with _GNU_SOURCE */

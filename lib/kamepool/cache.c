@@ -696,18 +696,18 @@ kp_cache_thread_exit (kp_heap_t *h)
 }
 
 /* The decay of the first level.  A block waits there for the owner's
-   next large request of its size; one that no request has taken for
-   the decay's delay goes back to the kernel, so that a thread done
-   with its large blocks does not keep them resident for good (nor in
-   the free units' budget, which would keep them a period longer).
-   The takes do nothing of their own for it: a pass notes the entries
-   and sets KP_STREAK_MARK, and every take for a request zeroes the
-   streak already (the short paths themselves, the long way through
-   kp_cache_note_alloc before it looks in the cache).  A pass at least
-   the delay later that finds the mark still set knows that
-   nothing was taken in between, and gives back the entries still in
-   the slots where it noted them.  A loop that takes its block between
-   two passes keeps it.  */
+   next large request of its size; when the owner makes no large
+   request for the decay's delay, the blocks go back to the kernel, so
+   that a thread done with its large blocks does not keep them
+   resident for good (nor in the free units' budget, which would keep
+   them a period longer).  The allocations do nothing of their own for
+   it: a pass notes the entries and sets KP_STREAK_MARK, and every
+   large allocation zeroes the streak already (the short paths' takes
+   themselves, the long way through kp_cache_note_alloc).  A pass at
+   least the delay later that finds the mark still set knows that the
+   thread made no large allocation in between, and gives back the
+   entries still in the slots where it noted them.  A loop that takes
+   its block between two passes keeps it.  */
 size_t
 kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
 {

@@ -1103,8 +1103,9 @@ KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
 /* The decay of H's first level, at time NOW with delay DELAY: give
-   back the blocks no request has taken for the delay; their count is
-   added to *CALLS and their pages are returned.  */
+   back its blocks when H's thread has made no large allocation for
+   the delay; their count is added to *CALLS and their pages are
+   returned.  */
 KP_HIDDEN size_t kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay,
                                  size_t *calls);
 KP_HIDDEN size_t kp_cache_bytes (void);

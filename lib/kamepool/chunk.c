@@ -19,6 +19,9 @@
                           an ABANDONED chunk and runs kp_abandoned_collect.
                           A block in a batch still counts in used, so
                           its chunk is not released before the flush.
+     kp_rbatch_take       the thread's own malloc takes a block back out
+                          of its batch (plain): the block never left
+                          used, so the chunk is not told.
      kp_chunk_collect     the owner swaps the list out, keeping OWNED
                           (exchange, acquire: the blocks' next fields).
      kp_chunk_abandon     the owner clears `owner', then CASes OWNED -> 0
@@ -772,6 +775,12 @@ kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
                     & (KP_RBATCH_SLOTS - 1)];
 }
 
+static inline void
+kp_rbatch_clear (kp_heap_t *h, kp_rbatch_t *s)
+{
+  kp_rbatch_clear_at (h, (unsigned) (s - h->rbatch));
+}
+
 /* Publish slot S of H, which holds blocks.  The slot is emptied before
    the push: the blocks belong to the chunk's list from then on, and the
    chunk may be gone once they are there.  Each block still counts in
@@ -783,9 +792,7 @@ kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s)
 {
   kp_chunk_t *c = s->chunk;
   kp_block_t *head = s->head, *tail = s->tail;
-  s->chunk = NULL;
-  s->count = 0;
-  h->rbatch_mask &= ~(1u << (s - h->rbatch));
+  kp_rbatch_clear (h, s);
   kp_remote_push (c, head, tail);
 }
 
@@ -876,6 +883,7 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
   atomic_signal_fence (memory_order_release);
   s->chunk = c;
   h->rbatch_mask |= 1u << (s - h->rbatch);
+  h->rbatch_cls[cls] |= 1u << (s - h->rbatch);
 }
 
 /* Free P, a block of small chunk C that this thread does not own: into
@@ -914,6 +922,30 @@ kp_free_remote (kp_chunk_t *c, void *p)
       return;
     }
   kp_free_remote_slow (c, p);
+}
+
+/* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost
+   the remote tag: its owner freed it too (a double free; the owner's
+   list has it now), or it was handed out since.  Or B's link leads out
+   of B's region, or ends the list before the slot's count says: B was
+   written to while free.  The slot is dropped: its other blocks are
+   lost, none is handed out twice.  B itself is handed out when it still
+   carries the remote tag; otherwise NULL.  */
+void *
+kp_rbatch_take_bad (kp_heap_t *h, kp_rbatch_t *s)
+{
+  kp_block_t *b = s->head;
+  unsigned cls = s->cls;
+  kp_rbatch_clear (h, s);
+  if (!kp_block_marked_remote (b))
+    {
+      kp_misuse ("free", "double free of", b);
+      return NULL;
+    }
+  kp_list_cut (b);
+  kp_owner_add (&h->remote_in[cls], 1);
+  kp_block_mark_live (b);
+  return b;
 }
 
 /* Find an abandoned chunk of class CLS with room, take it over for H.

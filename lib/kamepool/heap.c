@@ -280,14 +280,11 @@ kp_thread_init (void)
   return true;
 }
 
-/* malloc's slow path for N in the small classes: the thread has no
-   heap yet, or the active chunk of the class ran dry.  (kp_malloc sends
-   larger N to the cache's short paths, which go to kp_malloc_large
-   themselves.)  */
-void *
-kp_malloc_refill (size_t n)
+/* The refill proper, past the thread's batch: the thread has no heap
+   yet, or the active chunk of class CLS (of N's size) ran dry.  */
+static KP_NOINLINE void *
+kp_malloc_refill_chunk (unsigned cls, size_t n)
 {
-  KP_ASSERT (n <= KP_SMALL_MAX);
   kp_heap_t *h = kp_tc.heap;
   if (kp_unlikely (!kp_heap_live (h)))
     {
@@ -295,7 +292,6 @@ kp_malloc_refill (size_t n)
         return kp_libc_malloc (n);
       h = kp_tc.heap;
     }
-  unsigned cls = kp_size_class (n);
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)
     {
@@ -306,13 +302,6 @@ kp_malloc_refill (size_t n)
       kp_tc.active[cls] = &kp_empty_chunk;
       kp_chunk_displace (h, c, false);
     }
-  /* The slow path proper, past the active chunk, publishes the thread's
-     batch of remote frees: a thread that frees others' blocks and
-     allocates holds them back no longer than it takes to use up a
-     chunk, and it never adopts a chunk while blocks of it wait in its
-     own batch.  (Not on every call: a refill that only links the next
-     page of the active chunk comes every page of blocks, and flushing
-     there would cut the batches short.)  */
   if (h->rbatch_mask != 0)
     kp_rbatch_flush_all (h);
   /* The clock every 8th time the active chunk runs dry.  */
@@ -357,6 +346,45 @@ use:
 pop:
   KP_ASSERT (c->free != NULL);
   return kp_chunk_pop (c, c->free);
+}
+
+/* The refill found the head of slot I of its batch damaged.  */
+static KP_NOINLINE void *
+kp_malloc_refill_bad (kp_heap_t *h, unsigned i, unsigned cls, size_t n)
+{
+  void *p = kp_rbatch_take_bad (h, &h->rbatch[i]);
+  atomic_signal_fence (memory_order_release);
+  h->rbatch_taking = false;
+  return p != NULL ? p : kp_malloc_refill_chunk (cls, n);
+}
+
+/* malloc's slow path for N in the small classes: the
+   thread has no heap yet, or the active chunk of the class has no
+   block on its list.  (kp_malloc sends larger N to the cache's short
+   paths, which go to kp_malloc_large themselves.)  Blocks of other
+   threads that this thread freed and has not published go first:
+   nobody else could use them before the flush, and their lines are
+   in this thread's cache.  The sentinel heaps' batches are empty.  */
+void *
+kp_malloc_refill (size_t n)
+{
+  KP_ASSERT (n <= KP_SMALL_MAX);
+  unsigned cls = kp_size_class (n);
+  kp_heap_t *h = kp_tc.heap;
+  uint32_t m = h->rbatch_cls[cls];
+  if (m != 0 && kp_tc.active[cls]->free == NULL)
+    {
+      unsigned i = (unsigned) __builtin_ctz (m);
+      h->rbatch_taking = true;
+      atomic_signal_fence (memory_order_acquire);
+      kp_block_t *b = h->rbatch[i].head;
+      kp_block_t *next = kp_block_next (b);
+      if (kp_unlikely (!kp_rbatch_head_ok (&h->rbatch[i], b, next)))
+        return kp_malloc_refill_bad (h, i, cls, n);
+      kp_rbatch_take (h, cls, i, b, next);
+      return b;
+    }
+  return kp_malloc_refill_chunk (cls, n);
 }
 
 /* Pop B, the head of C's free list, that carries no free tag, or whose

@@ -122,14 +122,17 @@ kp_libc_usable_size (void *p)
 
 /* Before a fork, the forking thread publishes its batch of remote
    frees: the owners in the parent get them now, and the child starts
-   with an empty batch.  (A child that inherited the batch would be
-   consistent too: the slots are the thread's own memory, copied with
-   the rest.)  */
+   with an empty batch.  Not when the fork comes from a signal handler
+   that interrupted a take from the batch (kp_malloc_refill): the
+   block being taken would go with the others.  The batch then stays
+   as it is, and the child inherits it, consistent too: the slots are
+   the thread's own memory, copied with the rest, and the take goes on
+   in both processes.  */
 static void
 kp_atfork_prepare (void)
 {
   kp_heap_t *h = kp_tc.heap;
-  if (kp_heap_live (h))
+  if (kp_heap_live (h) && !h->rbatch_taking)
     kp_rbatch_flush_all (h);
 }
 

@@ -47,7 +47,8 @@
                             its own heap, which it wrote itself.
      region list, radix     release on publish, acquire on walk.
      counters, hints        relaxed, approximate by design.
-     heap.rbatch            the heap's thread only: plain.
+     heap.rbatch, rbatch_*  the heap's thread only: plain (with signal
+                            fences for a fork from a signal handler).
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -437,11 +438,13 @@ typedef struct kp_region
 
 /* The batch of remote frees (chunk.c): a thread's frees into chunks
    it does not own wait in a slot of its heap, one chunk per slot, and
-   go to the chunk's remote list together, with one CAS.  A slot holds
-   at most KP_RBATCH_BLOCKS blocks and KP_RBATCH_BYTES bytes of blocks
-   (a class whose blocks are larger than half of that is not batched),
-   so a thread holds at most KP_RBATCH_SLOTS * KP_RBATCH_BYTES bytes
-   of blocks it freed and nobody can reuse yet.  */
+   go to the chunk's remote list together, with one CAS, unless the
+   thread's own malloc takes them back first (kp_rbatch_take).  A slot
+   holds at most KP_RBATCH_BLOCKS blocks and KP_RBATCH_BYTES bytes of
+   blocks (a class whose blocks are larger than half of that is not
+   batched), so a thread holds at most KP_RBATCH_SLOTS *
+   KP_RBATCH_BYTES bytes of blocks it freed and their owners cannot
+   reuse yet.  */
 #define KP_RBATCH_SLOTS 32
 #define KP_RBATCH_BLOCKS 64
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
@@ -541,6 +544,13 @@ struct kp_heap
      slot that holds blocks.  Owner-only.  */
   kp_rbatch_t rbatch[KP_RBATCH_SLOTS];
   unsigned rbatch_mask;
+  /* The same bits by class: a refill of class CLS takes a block back
+     out of a slot of rbatch_cls[CLS] (kp_rbatch_take).  */
+  uint32_t rbatch_cls[KP_NCLASS];
+  /* True while the thread takes a block out of its batch: a fork from
+     a signal handler then leaves the batch alone (kp_atfork_prepare),
+     and the child finishes the take on its copy.  */
+  bool rbatch_taking;
   /* The decay (heap.c): the coarse clock at the last pass, in ms.
      Owner-only.  */
   uint32_t decay_now, decay_last, decay_ticks;
@@ -898,6 +908,55 @@ KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
 /* Publish every batch of remote frees H, the calling thread's live
    heap, holds (chunk.c).  */
 KP_HIDDEN void kp_rbatch_flush_all (kp_heap_t *h);
+KP_HIDDEN void *kp_rbatch_take_bad (kp_heap_t *h, kp_rbatch_t *s);
+
+/* Empty slot I of H.  */
+KP_INLINE void
+kp_rbatch_clear_at (kp_heap_t *h, unsigned i)
+{
+  uint32_t keep = ~(1u << i);
+  kp_rbatch_t *s = &h->rbatch[i];
+  s->chunk = NULL;
+  s->count = 0;
+  h->rbatch_mask &= keep;
+  h->rbatch_cls[s->cls] &= keep;
+}
+
+/* A thread's malloc takes a block of its own batch back (the refill,
+   kp_malloc_refill): the head B of a slot S, the block it freed last,
+   whose decoded link is NEXT.  True when B may be handed out:
+   hardened, it carries the remote tag, and its link leads to a block of
+   its own region or ends the list exactly when the slot's count says,
+   as kp_chunk_pop checks an owner's list (kp_rbatch_take_bad
+   otherwise).  */
+KP_INLINE bool
+kp_rbatch_head_ok (const kp_rbatch_t *s, const kp_block_t *b,
+                   const kp_block_t *next)
+{
+  return !KP_HARDEN
+         || (kp_block_marked_remote (b)
+             && (next == NULL ? s->count == 1
+                 : s->count != 1 && !kp_link_suspect (b, next)));
+}
+
+/* Take B, a block of class CLS, the head of slot I of H, with link
+   NEXT.  B never left its chunk's used count, so the chunk needs no
+   word of it: it is simply live again, and counts as collected in the
+   statistics.  The caller has set h->rbatch_taking before it read B.  */
+KP_INLINE void
+kp_rbatch_take (kp_heap_t *h, unsigned cls, unsigned i, kp_block_t *b,
+                kp_block_t *next)
+{
+  kp_rbatch_t *s = &h->rbatch[i];
+  kp_owner_add (&h->remote_in[cls], 1);
+  if (--s->count == 0)
+    kp_rbatch_clear_at (h, i);
+  else
+    s->head = next;
+  kp_block_mark_live (b);
+  atomic_signal_fence (memory_order_release);
+  h->rbatch_taking = false;
+}
 /* The owner's free of B at offset OFF into C when the fast test saw
    something to look at: report misuse, or free B.  */
 KP_HIDDEN void kp_free_owned_check (kp_chunk_t *c, kp_block_t *b,

@@ -331,6 +331,62 @@ KM_TEST (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch)
   KM_EXPECT (sc_double_free_in_a_batch, "free", "double free of");
 }
 
+static void *km_taken;
+
+/* Free P into this thread's batch of remote frees, wait until the main
+   thread has freed it again, then allocate a block of its class, which
+   this thread has never allocated: the malloc takes the batch's
+   blocks back first.  */
+static void *
+km_batch_take_thread (void *p)
+{
+  kame_pool_free (p);
+  sem_post (&km_batched);
+  while (sem_wait (&km_looked) != 0)
+    ;
+  km_taken = kame_pool_malloc (64);
+  return km_taken != NULL ? NULL : "malloc failed";
+}
+
+static void
+sc_double_free_taken_back (void)
+{
+  void *p = km_block (64, 1);
+  pthread_t t;
+  void *ret;
+  if (sem_init (&km_batched, 0, 0) != 0 || sem_init (&km_looked, 0, 0) != 0
+      || pthread_create (&t, NULL, km_batch_take_thread, p) != 0)
+    KM_FAIL ("sem_init or pthread_create failed");
+  while (sem_wait (&km_batched) != 0)
+    ;
+  km_misusing (p);
+  kame_pool_free (p);
+  /* The owner's list hands P out again (it was freed last).  */
+  void *live[2] = { km_block (64, 2), NULL };
+  sem_post (&km_looked);
+  if (pthread_join (t, &ret) != 0 || ret != NULL)
+    KM_FAIL ("the thread: %s", ret != NULL ? (char *) ret : "join failed");
+  live[1] = km_taken;
+  if (live[0] == live[1])
+    KM_FAIL ("%p handed out twice", live[0]);
+  /* Reported at the owner's free, which left P in the batch: the
+     thread took it back, and holds it.  */
+  if (KM_REPORT && km_taken != p)
+    KM_FAIL ("the thread's malloc gave %p, not %p from its batch",
+             km_taken, p);
+  km_no_block_twice (64, N64, live, 2);
+}
+
+/* The first free waits in another thread's batch, the owner's malloc
+   hands the block out again, and then the first thread's malloc would
+   take it back: it finds the live mark, not the remote tag, and hands
+   out another block.  */
+KM_TEST (double_free_of_a_64_b_block_its_freer_then_takes_back)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_taken_back, "free", "double free of");
+}
+
 static void *km_kept, *km_freed;
 
 static void *
@@ -762,6 +818,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_b_block_the_second_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_the_first_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch),
+         KM_CASE (double_free_of_a_64_b_block_its_freer_then_takes_back),
          KM_CASE (double_free_of_a_64_b_block_both_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_after_its_thread_exited),
          KM_CASE (free_16_bytes_into_a_64_b_block),

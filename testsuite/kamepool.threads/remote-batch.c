@@ -110,6 +110,78 @@ KT_TEST (frees_in_the_batch_of_an_exiting_thread_reach_their_owner)
   pthread_barrier_destroy (&bar);
 }
 
+/* Free the N blocks, then allocate N blocks of their class into TAKEN
+   and free those; the main thread looks at each of the three steps.  */
+static void *
+free_take_and_free (void *arg)
+{
+  void **taken = arg;
+  if (!all_painted ())
+    return "block corrupted";
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (blk[i]);
+  pthread_barrier_wait (&bar);          /* freed */
+  pthread_barrier_wait (&bar);          /* looked */
+  for (size_t i = 0; i < N; i++)
+    if ((taken[i] = kame_pool_malloc (SIZE)) == NULL)
+      return "malloc failed";
+  pthread_barrier_wait (&bar);          /* taken */
+  pthread_barrier_wait (&bar);          /* looked */
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (taken[i]);
+  return NULL;
+}
+
+/* A thread that frees the main thread's blocks and then allocates
+   blocks of their class, with no chunk of that class of its own, gets
+   those very blocks back from its batch, the one it freed last first:
+   no chunk is claimed, nothing is published, and the blocks count as
+   live again.  Freed again, they wait in the batch until the thread
+   exits, as before.  */
+KT_TEST (a_thread_s_malloc_takes_back_the_blocks_in_its_batch)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK (alloc_all ());
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+
+  static void *taken[N];
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, free_take_and_free, taken) == 0);
+  pthread_barrier_wait (&bar);          /* freed */
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
+  KT_CHECK_EQ (s2.classes[k].live_blocks, s0.classes[k].live_blocks);
+  pthread_barrier_wait (&bar);          /* looked */
+  pthread_barrier_wait (&bar);          /* taken */
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  for (size_t i = 0; i < N; i++)
+    if (taken[i] != blk[N - 1 - i])
+      KT_FAILF ("malloc %zu gave %p, not %p from the batch", i, taken[i],
+                blk[N - 1 - i]);
+  KT_CHECK_EQ (s3.remote_pending, s1.remote_pending);
+  KT_CHECK_EQ (s3.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_wait (&bar);          /* looked */
+  void *ret;
+  KT_CHECK (pthread_join (t, &ret) == 0);
+  KT_CHECK (ret == NULL);
+
+  /* Freed into the batch again, published at the exit.  */
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.remote_pending - s1.remote_pending, N);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
+  kame_pool_trim (0);
+  kame_pool_stats_t s5 = kt_pool_stats ();
+  KT_CHECK_EQ (s5.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s5.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s5.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_destroy (&bar);
+}
+
 /* Allocate the N blocks, wait until another thread has freed them into
    its batch, and exit: the chunk is abandoned with N blocks in use.  */
 static void *
@@ -309,5 +381,6 @@ KT_TEST (fork_with_a_non_empty_batch_leaves_the_child_consistent)
 }
 
 KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
+         KT_CASE (a_thread_s_malloc_takes_back_the_blocks_in_its_batch),
          KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
          KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent))

@@ -239,18 +239,39 @@ kp_chunk_carve (kp_chunk_t *c)
   return true;
 }
 
-/* Whether NEXT, a decoded link of a list of small chunk C, is the end
-   of the list or a block of C: a link changed by a write into a freed
-   block is neither (in hardened builds; plain links are trusted).  */
-static bool
-kp_link_ok (const kp_chunk_t *c, const kp_block_t *next)
+/* What a walk of a list of small chunk C checks each link against:
+   C's first block, the end of its data and the divisibility magic of
+   its block size, worked out once a walk (the magic takes a division;
+   C's own divmagic is 0 while pages are given back, or under
+   KAME_POOL_ON_MISUSE=report).  */
+typedef struct kp_link_bounds
+{
+  const char *data, *limit;
+  uint64_t magic;
+} kp_link_bounds_t;
+
+static inline kp_link_bounds_t
+kp_link_bounds (const kp_chunk_t *c)
+{
+  kp_link_bounds_t lb = { kp_chunk_data (c), c->limit, 0 };
+  if (KP_HARDEN)
+    lb.magic = kp_divmagic (atomic_load_explicit (&c->block_size,
+                                                  memory_order_relaxed));
+  return lb;
+}
+
+/* Whether NEXT, a decoded link of a list of the chunk of LB, is the
+   end of the list or a block of that chunk: a link changed by a write
+   into a freed block is neither (in hardened builds; plain links are
+   trusted).  */
+static inline bool
+kp_link_ok (const kp_link_bounds_t *lb, const kp_block_t *next)
 {
   if (!KP_HARDEN || next == NULL)
     return true;
-  const char *data = kp_chunk_data (c);
-  return (const char *) next >= data && (const char *) next < c->limit
-         && kp_chunk_block_start (c, (uintptr_t) ((const char *) next
-                                                   - data));
+  uintptr_t off = (uintptr_t) ((const char *) next - lb->data);
+  return (const char *) next >= lb->data && (const char *) next < lb->limit
+         && off * lb->magic < lb->magic;
 }
 
 /* B's link, in a list of C's, was changed while B was free: report it
@@ -285,6 +306,7 @@ kp_collect_purged (kp_chunk_t *c, kp_block_t *head)
 {
   char *data = kp_chunk_data (c);
   unsigned sh = kp_page_shift ();
+  kp_link_bounds_t lb = kp_link_bounds (c);
   kp_block_t *keep = NULL, *next;
   size_t dropped = 0;
   for (kp_block_t *b = head; b != NULL; b = next)
@@ -295,7 +317,7 @@ kp_collect_purged (kp_chunk_t *c, kp_block_t *head)
           break;
         }
       next = kp_block_next (b);
-      if (!kp_link_ok (c, next))
+      if (!kp_link_ok (&lb, next))
         {
           kp_list_cut (b);
           next = NULL;
@@ -332,6 +354,7 @@ kp_chunk_collect (kp_chunk_t *c)
     return 0;
   if (KP_HARDEN && kp_unlikely (c->npurged != 0))
     head = kp_collect_purged (c, head);
+  kp_link_bounds_t lb = kp_link_bounds (c);
   uint32_t n = 0;
   kp_block_t *tail = NULL, *next;
   for (kp_block_t *b = head; b != NULL; b = next)
@@ -346,7 +369,7 @@ kp_chunk_collect (kp_chunk_t *c)
           break;
         }
       next = kp_block_next (b);
-      if (kp_unlikely (!kp_link_ok (c, next)))
+      if (kp_unlikely (!kp_link_ok (&lb, next)))
         {
           kp_list_cut (b);
           next = NULL;
@@ -424,6 +447,7 @@ kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
   KP_ASSERT (carved <= KP_PURGE_MAX_BLOCKS);
   for (size_t i = 0; i < (carved + 63) / 64; i++)
     freemap[i] = 0;
+  kp_link_bounds_t lb = kp_link_bounds (c);
   kp_block_t *prev = NULL;
   for (kp_block_t *b = c->free; b != NULL; prev = b, b = kp_block_next (b))
     {
@@ -439,7 +463,7 @@ kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
           return true;
         }
       freemap[i / 64] |= bit;
-      if (!kp_link_ok (c, kp_block_next (b)))
+      if (!kp_link_ok (&lb, kp_block_next (b)))
         kp_list_cut (b);
     }
   return false;

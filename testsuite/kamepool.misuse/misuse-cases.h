@@ -781,6 +781,39 @@ KM_TEST (overflow_into_a_freed_neighbour)
              "corrupted free list (a freed block was written to) at");
 }
 
+static void *
+km_free_two_thread (void *arg)
+{
+  void **pq = arg;
+  kame_pool_free (pq[1]);
+  kame_pool_free (pq[0]);
+  return NULL;
+}
+
+static void
+sc_write_into_a_remote_freed_block (void)
+{
+  void *pq[2] = { km_block (64, 1), km_block (64, 2) };
+  /* Freed by a thread that exits: its batch, P then Q, goes onto the
+     chunk's list of remote frees.  */
+  km_in_thread (km_free_two_thread, pq);
+  char *w = pq[0];
+  KM_OPAQUE (w);
+  memset (w, 'A', 8);           /* P's link */
+  KM_OPAQUE (w);
+  km_misusing (pq[0]);
+  km_no_block_twice (64, N64, NULL, 0);
+}
+
+/* The owner's collect of the remote frees decodes garbage in P's link,
+   reports it and drops the rest of the list.  */
+KM_TEST (write_into_a_block_on_a_remote_list)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_write_into_a_remote_freed_block, "free",
+             "corrupted free list (a freed block was written to) at");
+}
+
 /* ---- malloc_usable_size ------------------------------------------------ */
 
 static void
@@ -839,4 +872,5 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (realloc_of_a_freed_300_kib_block),
          KM_CASE (realloc_of_a_stack_address),
          KM_CASE (overflow_into_a_freed_neighbour),
+         KM_CASE (write_into_a_block_on_a_remote_list),
          KM_CASE (malloc_usable_size_of_a_stack_address))

@@ -838,15 +838,23 @@ kp_rbatch_limit (size_t size)
   return n >= 2 ? (uint32_t) n : 0;
 }
 
-/* Free P, a block of small chunk C that this thread does not own, the
-   long way: check P, then put it in a slot of the batch (publishing the
-   slot's blocks of another chunk first), or push it alone when the
-   thread has no heap any more or the class is not batched.  A dedicated
-   chunk's block never comes here: kp_free_pool hands it to the cache
-   from its own unit's descriptor, so P is inside one.  */
+/* Free P the long way: find its chunk C; free P as the owner when this
+   thread owns C (P is then past C's first unit); otherwise check P,
+   then put it in a slot of the batch (publishing the slot's blocks of
+   another chunk first), or push it alone when the thread has no heap
+   any more or the class is not batched.  A dedicated chunk's block
+   never comes here: kp_free_pool hands it to the cache from its own
+   unit's descriptor, so P is inside one.  */
 static KP_NOINLINE void
-kp_free_remote_slow (kp_chunk_t *c, void *p)
+kp_free_remote_slow (void *p)
 {
+  kp_chunk_t *c = kp_chunk_of (p);
+  kp_heap_t *h = kp_tc.heap;
+  if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+    {
+      kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
+      return;
+    }
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
@@ -870,7 +878,6 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
       kp_misuse ("free", "invalid pointer (not the start of a block):", p);
       return;
     }
-  kp_heap_t *h = kp_tc.heap;
   /* The class before the push: once the block is on the list, the
      owner may release the chunk and anyone claim it again.  */
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
@@ -910,11 +917,12 @@ kp_free_remote_slow (kp_chunk_t *c, void *p)
   h->rbatch_cls[cls] |= 1u << (s - h->rbatch);
 }
 
-/* Free P, a block of small chunk C that this thread does not own: into
-   the slot of the thread's batch that holds blocks of C, with plain
-   stores, when there is one.  Its blocks keep C claimed and SMALL (they
-   count in its used), so the slot's copies of C's data address and
-   block size are C's.  */
+/* Free P, whose unit's descriptor is C: into the slot of the thread's
+   batch that holds blocks of C, with plain stores, when there is one.
+   Its blocks keep C claimed and SMALL (they count in its used), and C
+   is not this thread's (a heap publishes its batch before it adopts a
+   chunk), so the slot's copies of C's data address and block size are
+   C's, and P, a block of C's first unit, is another thread's.  */
 void
 kp_free_remote (kp_chunk_t *c, void *p)
 {
@@ -945,7 +953,7 @@ kp_free_remote (kp_chunk_t *c, void *p)
         kp_rbatch_flush (h, s);
       return;
     }
-  kp_free_remote_slow (c, p);
+  kp_free_remote_slow (p);
 }
 
 /* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost

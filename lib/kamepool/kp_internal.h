@@ -904,6 +904,9 @@ KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
+/* Free P, a pool block that is not in the first unit of a chunk this
+   thread owns, nor a dedicated block; C is the descriptor of P's unit
+   (chunk.c).  */
 KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
 /* Publish every batch of remote frees H, the calling thread's live
    heap, holds (chunk.c).  */
@@ -1394,11 +1397,13 @@ kp_free_pool (void *p)
       kp_cache_free_dedicated_fast (c, p, h);
       return;
     }
-  c = kp_chunk_of (p);
-  if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
-    kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
-  else if (kp_unlikely (h == &kp_heap_none))
-    kp_free_remote_first (p, c);
+  /* Another thread's block, or a block past the first unit of a chunk
+     of this thread's (of a class above 8 KiB): kp_free_remote looks in
+     the batch with the descriptor of P's unit, which is the chunk's for
+     every batched class, and finds the chunk itself otherwise.  A
+     thread with no heap is never a chunk's owner.  */
+  if (kp_unlikely (h == &kp_heap_none))
+    kp_free_remote_first (p, kp_chunk_of (p));
   else
     kp_free_remote (c, p);
 }

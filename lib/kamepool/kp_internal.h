@@ -116,8 +116,8 @@ kp_round_up (size_t n, size_t to)
 
 /* Free units whose pages stay resident when released (region.c), and
    how many of them stay once they have been free for a decay period.  */
-#define KP_DIRTY_BUDGET_UNITS 64        /* 16 MiB */
-#define KP_DIRTY_KEEP_UNITS 16          /* 4 MiB */
+#define KP_DIRTY_BUDGET_UNITS 8         /* 2 MiB */
+#define KP_DIRTY_KEEP_UNITS 4           /* 1 MiB */
 /* How many chunks of classes it does not allocate from a heap may take
    over through frees (chunk.c).  Keeping such a chunk makes this
    thread's later frees into it plain owner frees (a consumer freeing

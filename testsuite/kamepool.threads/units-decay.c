@@ -1,7 +1,7 @@
 /* units-decay.c -- kamepool.threads tests of the free units' decay:
    the units of the chunks that exiting threads release stay resident
-   for the next threads, within 16 MiB, and those that stay unused for
-   a whole decay period go back to the kernel, down to 4 MiB.
+   for the next threads, within 2 MiB, and those that stay unused for
+   a whole decay period go back to the kernel, down to 1 MiB.
    kptest-env: KAME_POOL_DECAY_MS=30
 
    Copyright (C) 2026 The kamepool authors.
@@ -21,8 +21,8 @@
 #define UNIT (256 * KIB)
 #define SIZE ((size_t) 4096)    /* 64 blocks to a one-unit chunk */
 #define PER_UNIT (UNIT / SIZE)
-#define UNITS 40
-#define KEEP_UNITS 16           /* what the decay leaves resident */
+#define UNITS 7                 /* within the budget of 8 */
+#define KEEP_UNITS 4            /* what the decay leaves resident */
 
 static void *units[UNITS];
 
@@ -96,11 +96,11 @@ resident_units (void)
   return n;
 }
 
-/* 40 units released at a thread's exit stay resident and counted; three
+/* 7 units released at a thread's exit stay resident and counted; three
    decay periods later, with a release after each (the ticks), the units
-   unused for a whole period have gone back, to the 4 MiB the decay
+   unused for a whole period have gone back, to the 1 MiB the decay
    keeps, plus the one unit the last release added after its tick.  */
-KT_TEST (free_units_unused_for_a_decay_period_go_back_down_to_4_mib)
+KT_TEST (free_units_unused_for_a_decay_period_go_back_down_to_1_mib)
 {
   KT_CHECK_EQ (kame_pool_get_thread_exit_reclaim (), 1);
   KT_CHECK (run_thread (one_block));
@@ -121,8 +121,8 @@ KT_TEST (free_units_unused_for_a_decay_period_go_back_down_to_4_mib)
 }
 
 /* The next thread takes the units the last one released, resident:
-   the same 40 units, so the free units' count is 40 again after its
-   exit, where 40 new ones would have made it 64, the budget.  */
+   the same 7 units, so the free units' count is 7 again after its
+   exit, where 7 new ones would have made it 8, the budget.  */
 KT_TEST (a_new_thread_claims_the_resident_units_first)
 {
   KT_CHECK (run_thread (one_block));
@@ -142,5 +142,5 @@ KT_TEST (a_new_thread_claims_the_resident_units_first)
   KT_CHECK_EQ (resident_units (), UNITS);
 }
 
-KT_MAIN (KT_CASE (free_units_unused_for_a_decay_period_go_back_down_to_4_mib),
+KT_MAIN (KT_CASE (free_units_unused_for_a_decay_period_go_back_down_to_1_mib),
          KT_CASE (a_new_thread_claims_the_resident_units_first))

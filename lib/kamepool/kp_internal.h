@@ -184,8 +184,18 @@ KP_HIDDEN void kp_report (const char *call, const char *what, const void *p);
    nothing of the links' key), stored once by kp_process_init before it
    publishes the end of initialisation (release); every thread that
    allocates or frees a pool block has acquired that since, so plain
-   loads see them.  */
-KP_HIDDEN extern uintptr_t kp_secret, kp_free_key;
+   loads see them.  They have a cache line of their own: every malloc
+   and free reads them, and a variable written next to them (the large
+   cache's shared level was) took the line from the other cores at each
+   write.  */
+typedef struct kp_keys
+{
+  _Alignas (64) uintptr_t secret;
+  uintptr_t free_key;
+} kp_keys_t;
+KP_HIDDEN extern kp_keys_t kp_keys;
+#define kp_secret (kp_keys.secret)
+#define kp_free_key (kp_keys.free_key)
 KP_HIDDEN void kp_misuse_init (void);
 /* Misuse by the caller of CALL ("free", "malloc", ...): writes
    "kamepool: CALL(): WHAT 0x..." on stderr without allocating, then

@@ -26,7 +26,7 @@
 
 #include "kp_internal.h"
 
-uintptr_t kp_secret, kp_free_key;
+kp_keys_t kp_keys;
 
 /* The secret: 8 bytes from getrandom, or, when it fails (an old kernel,
    a seccomp filter), from the 16 random bytes the kernel gives every

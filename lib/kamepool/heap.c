@@ -302,6 +302,13 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
       kp_tc.active[cls] = &kp_empty_chunk;
       kp_chunk_displace (h, c, false);
     }
+  /* The slow path proper, past the active chunk, publishes the thread's
+     batch of remote frees: a thread that frees others' blocks and
+     allocates holds them back no longer than it takes to use up a
+     chunk, and it never adopts a chunk while blocks of it wait in its
+     own batch.  (Not on every call: a refill that only links the next
+     page of the active chunk comes every page of blocks, and flushing
+     there would cut the batches short.)  */
   if (h->rbatch_mask != 0)
     kp_rbatch_flush_all (h);
   /* The clock every 8th time the active chunk runs dry.  */

@@ -27,6 +27,16 @@
                    back with the same value after an ABA is the same
                    block with the same size, so whoever wins it may use
                    it.
+     decay of the  kp_l2_takes, relaxed fetch_add on every take from
+     second level  the second level; kp_l2_tick, the time of the last
+                   tick of its decay, moved on by one CAS (relaxed) by
+                   whichever pass comes first once the delay has gone
+                   by; kp_l2_seen[] and kp_l2_takes_seen, what that
+                   tick saw, written by the thread that won it only
+                   and read by the next winner (relaxed: a stale value
+                   only makes a tick release nothing, or release a
+                   block that is as good as any to give back, since
+                   every release is a CAS of the word to 0).
      byte counts   kp_l2_total, relaxed fetch_add/fetch_sub on
                    second-level puts and takes only.  A first level has
                    no count: its bytes are the sum of its entries'
@@ -85,6 +95,12 @@
 
 static _Atomic (uintptr_t) kp_l2[KP_L2_SLOTS];
 static _Atomic (size_t) kp_l2_total;
+/* The decay of the second level (kp_l2_decay): takes from it, ever;
+   the time of its last tick; and the entries and the takes then.  */
+static _Atomic (size_t) kp_l2_takes;
+static _Atomic (uint32_t) kp_l2_tick;
+static _Atomic (uintptr_t) kp_l2_seen[KP_L2_SLOTS];
+static _Atomic (size_t) kp_l2_takes_seen;
 /* The generation of the cap: bumped (fetch_add, release, after the
    cap's store) by every kame_pool_set_large_cache_cap; starts at 1 so
    that a zeroed heap record is behind it.  Read with acquire by
@@ -281,6 +297,7 @@ kp_l2_take_slot (unsigned i, uintptr_t e)
     return 0;
   atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
                              memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_l2_takes, 1, memory_order_relaxed);
   return e;
 }
 
@@ -695,6 +712,52 @@ kp_cache_thread_exit (kp_heap_t *h)
   h->cache.l1_top = 0;
 }
 
+/* The decay of the second level, at time NOW with delay DELAY: the
+   tick of it that is due, if any, and the pages of the mappings it
+   gave back (their count is added to *CALLS).  A tick gives back every
+   entry it finds where the last tick found it, when no thread has
+   taken from the level since, and notes what is there for the next.
+   Each give-back is a CAS of the word to 0, as a take is, so it never
+   races with a take for the same block.  An entry whose block was
+   taken and put back in the same word in between looks the same, and
+   that is what the count of takes tells apart: a level that serves
+   requests keeps everything, a level that has not served one for a
+   whole delay gives everything back that was there for the delay.  */
+static size_t
+kp_l2_decay (uint32_t now, uint32_t delay, size_t *calls)
+{
+  uint32_t last = atomic_load_explicit (&kp_l2_tick, memory_order_relaxed);
+  if (now - last < delay
+      || !atomic_compare_exchange_strong_explicit (&kp_l2_tick, &last, now,
+                                                   memory_order_relaxed,
+                                                   memory_order_relaxed))
+    return 0;
+  size_t takes = atomic_load_explicit (&kp_l2_takes, memory_order_relaxed);
+  bool idle = takes == atomic_load_explicit (&kp_l2_takes_seen,
+                                             memory_order_relaxed);
+  size_t pages = 0;
+  for (unsigned i = 0; i < KP_L2_SLOTS; i++)
+    {
+      uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
+      if (idle && e != 0
+          && e == atomic_load_explicit (&kp_l2_seen[i], memory_order_relaxed)
+          && atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed))
+        {
+          atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
+                                     memory_order_relaxed);
+          pages += kp_entry_bytes (e) / KP_PAGE;
+          ++*calls;
+          kp_entry_release_pages (e, KP_PAGES_DISCARD);
+          e = 0;
+        }
+      atomic_store_explicit (&kp_l2_seen[i], e, memory_order_relaxed);
+    }
+  atomic_store_explicit (&kp_l2_takes_seen, takes, memory_order_relaxed);
+  return pages;
+}
+
 /* The decay of the first level.  A block waits there for the owner's
    next large request of its size; when the owner makes no large
    request for the decay's delay, the blocks go back to the kernel, so
@@ -707,7 +770,8 @@ kp_cache_thread_exit (kp_heap_t *h)
    least the delay later that finds the mark still set knows that the
    thread made no large allocation in between, and gives back the
    entries still in the slots where it noted them.  A loop that takes
-   its block between two passes keeps it.  */
+   its block between two passes keeps it.  The pass also makes the
+   second level's tick when one is due (kp_l2_decay).  */
 size_t
 kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
 {
@@ -715,7 +779,7 @@ kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
   if (h->cache.free_streak & KP_STREAK_MARK)
     {
       if (now - h->cache.l1_seen_at < delay)
-        return 0;
+        return kp_l2_decay (now, delay, calls);
       for (unsigned i = 0; i < KP_L1_SLOTS; i++)
         {
           uintptr_t e = kp_l1_get (h, i);
@@ -732,7 +796,7 @@ kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
     h->cache.l1_seen[i] = kp_l1_get (h, i);
   h->cache.l1_seen_at = now;
   h->cache.free_streak |= KP_STREAK_MARK;
-  return pages;
+  return pages + kp_l2_decay (now, delay, calls);
 }
 
 size_t

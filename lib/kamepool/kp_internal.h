@@ -1176,8 +1176,9 @@ KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
 /* The decay of H's first level, at time NOW with delay DELAY: give
    back its blocks when H's thread has made no large allocation for
-   the delay; their count is added to *CALLS and their pages are
-   returned.  */
+   the delay; and, when its tick is due, of the second level: give
+   back its blocks when no thread took one from it for the delay.
+   Their count is added to *CALLS and their pages are returned.  */
 KP_HIDDEN size_t kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay,
                                  size_t *calls);
 KP_HIDDEN size_t kp_cache_bytes (void);

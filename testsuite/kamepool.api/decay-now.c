@@ -3,7 +3,10 @@
    back to the kernel, every page that holds no live block, and the
    blocks in them serve later requests with no new chunk; a block that
    waits in the large cache goes back once a pass finds it untaken
-   since the last, and stays while the thread keeps taking it.
+   since the last, and stays while the thread keeps taking it; a
+   mapping in the cache's shared level goes back once no thread has
+   taken from that level between two passes, and stays while threads
+   keep taking it.
    kptest-env: KAME_POOL_DECAY_MS=0
 
    Copyright (C) 2026 The kamepool authors.
@@ -304,6 +307,152 @@ KT_TEST (decay_leaves_a_cached_block_in_use_alone)
   kt_in_a_thread (kt_cached_block_in_use);
 }
 
+/* The second level of the cache, shared by the threads, holds
+   mappings (above 4 MiB): a thread's fifth freed mapping pushes its
+   oldest there, and its exit releases the four left in its first
+   level.  */
+#define MAP ((size_t) 8 << 20)
+
+/* Join a new thread that runs FN (ARG); its answer.  */
+static const char *
+kt_thread_answer (void *(*fn) (void *), void *arg)
+{
+  pthread_t t;
+  void *ret;
+  if (pthread_create (&t, NULL, fn, arg) != 0 || pthread_join (t, &ret) != 0)
+    return "pthread_create or pthread_join failed";
+  return ret;
+}
+
+/* Free five mappings of MAP bytes, every byte 0xa5, the first of them
+   first, and exit; *ARG is the first.  */
+static void *
+kt_five_mappings_freed (void *arg)
+{
+  char *p[5];
+  for (int i = 0; i < 5; i++)
+    {
+      if ((p[i] = kame_pool_malloc (MAP)) == NULL)
+        return "malloc failed";
+      memset (p[i], 0xa5, MAP);
+    }
+  for (int i = 0; i < 5; i++)
+    kame_pool_free (p[i]);
+  *(char **) arg = p[0];
+  return NULL;
+}
+
+static void *
+kt_shared_block_untaken (void *arg)
+{
+  (void) arg;
+  static char msg[256];
+  /* Whatever the level held before goes first.  */
+  const char *err = kt_decay_passes (3);
+  if (err != NULL)
+    return (void *) err;
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  char *first;
+  if ((err = kt_thread_answer (kt_five_mappings_freed, &first)) != NULL)
+    return (void *) err;
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  size_t held = s1.cache_bytes - s0.cache_bytes;
+  if (held < MAP || held >= 2 * MAP)
+    {
+      snprintf (msg, sizeof msg, "the cache holds %zu bytes more, not one "
+                "mapping of %zu", held, MAP);
+      return msg;
+    }
+  if ((err = kt_decay_passes (3)) != NULL)
+    return (void *) err;
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  if (s2.cache_bytes != s0.cache_bytes
+      || s2.purge_pages - s1.purge_pages < held / KT_PAGE)
+    {
+      snprintf (msg, sizeof msg, "after 3 passes: the cache holds %zu bytes "
+                "more than before, purge_pages grew by %zu",
+                s2.cache_bytes - s0.cache_bytes,
+                s2.purge_pages - s1.purge_pages);
+      return msg;
+    }
+  return NULL;
+}
+
+/* A mapping that waits in the second level goes back once no thread
+   has taken a block from that level for the delay.  */
+KT_TEST (decay_gives_back_a_block_of_the_shared_level_no_request_took)
+{
+  kt_in_a_thread (kt_shared_block_untaken);
+}
+
+/* Take ARG, the first of kt_five_mappings_freed's mappings, back from
+   the second level, check its bytes, and put it back there (four new
+   mappings freed after it push it out of the first level).  */
+static void *
+kt_take_and_put_back (void *arg)
+{
+  static char msg[256];
+  char *q = kame_pool_malloc (MAP);
+  if (q != arg)
+    {
+      snprintf (msg, sizeof msg, "got %p, not the cached %p", (void *) q,
+                arg);
+      return msg;
+    }
+  for (size_t off = 0; off < MAP; off += KT_PAGE)
+    if ((unsigned char) q[off] != 0xa5)
+      {
+        snprintf (msg, sizeof msg, "the page at +%zu was given back", off);
+        return msg;
+      }
+  char *r[4];
+  for (int i = 0; i < 4; i++)
+    if ((r[i] = kame_pool_malloc (MAP)) == NULL)
+      return "malloc failed";
+  kame_pool_free (q);
+  for (int i = 0; i < 4; i++)
+    kame_pool_free (r[i]);
+  return NULL;
+}
+
+/* A mapping that some thread takes from the second level between every
+   two refills of this one that find the active chunk dry (the decay
+   runs at most once between two takes) is never given back, though it
+   is put back in the same word each time.  */
+static void *
+kt_shared_block_in_use (void *arg)
+{
+  (void) arg;
+  enum { ROUNDS = 24, PER_CHUNK = 51 };
+  static char *fill[ROUNDS * (PER_CHUNK + 1)];
+  static char msg[256];
+  const char *err = kt_decay_passes (3);
+  if (err != NULL)
+    return (void *) err;
+  char *first;
+  if ((err = kt_thread_answer (kt_five_mappings_freed, &first)) != NULL)
+    return (void *) err;
+  size_t n = 0;
+  for (int round = 0; round < ROUNDS && err == NULL; round++)
+    {
+      for (int i = 0; i < PER_CHUNK + 1; i++)
+        if ((fill[n++] = kame_pool_malloc (5000)) == NULL)
+          return "malloc failed";
+      if ((err = kt_thread_answer (kt_take_and_put_back, first)) != NULL)
+        snprintf (msg, sizeof msg, "round %d: %s", round, err);
+    }
+  for (size_t i = 0; i < n; i++)
+    kame_pool_free (fill[i]);
+  return err != NULL ? msg : NULL;
+}
+
+KT_TEST (decay_leaves_a_block_of_the_shared_level_in_use_alone)
+{
+  kt_in_a_thread (kt_shared_block_in_use);
+}
+
 KT_MAIN (KT_CASE (decay_gives_back_the_pages_with_no_live_block),
          KT_CASE (decay_gives_back_a_cached_block_no_request_took),
-         KT_CASE (decay_leaves_a_cached_block_in_use_alone))
+         KT_CASE (decay_leaves_a_cached_block_in_use_alone),
+         KT_CASE (decay_gives_back_a_block_of_the_shared_level_no_request_took),
+         KT_CASE (decay_leaves_a_block_of_the_shared_level_in_use_alone))

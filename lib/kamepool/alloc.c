@@ -13,6 +13,14 @@
 
 #include "kp_internal.h"
 
+/* kp_free_pool out of line: kp_free_cold's frame then has no room to
+   make for it on the large blocks' path.  */
+static KP_NOINLINE void
+kp_free_pool_call (void *p)
+{
+  kp_free_pool (p);
+}
+
 /* free of anything but a pool block: NULL, a large block, a pointer
    that is not ours.  */
 void
@@ -24,7 +32,7 @@ kp_free_cold (void *p)
   switch (kind)
     {
     case KP_RADIX_POOL:
-      kp_free_pool (p);
+      kp_free_pool_call (p);
       return;
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:

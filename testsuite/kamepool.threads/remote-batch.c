@@ -53,6 +53,20 @@ alloc_all (void)
   return true;
 }
 
+/* Allocate the N blocks, with the statistics before (*S0) and after
+   (*S1) and the row *K of their class: true when they count N more
+   live blocks there.  */
+static bool
+alloc_all_counted (kame_pool_stats_t *s0, kame_pool_stats_t *s1, size_t *k)
+{
+  *s0 = kt_pool_stats ();
+  *k = kt_pool_class (s0, SIZE);
+  if (*k == SIZE_MAX || !alloc_all ())
+    return false;
+  *s1 = kt_pool_stats ();
+  return s1->classes[*k].live_blocks - s0->classes[*k].live_blocks == N;
+}
+
 /* Free the N blocks, wait for the main thread to look, and exit with
    them still in the batch.  */
 static void *
@@ -73,12 +87,9 @@ free_all_and_wait (void *arg)
    trim's) takes them back.  */
 KT_TEST (frees_in_the_batch_of_an_exiting_thread_reach_their_owner)
 {
-  kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = kt_pool_class (&s0, SIZE);
-  KT_CHECK (k != SIZE_MAX);
-  KT_CHECK (alloc_all ());
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  KT_CHECK_EQ (s1.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+  kame_pool_stats_t s0, s1;
+  size_t k;
+  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
 
   KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
   freed_bar = looked_bar = &bar;
@@ -140,12 +151,9 @@ free_take_and_free (void *arg)
    exits, as before.  */
 KT_TEST (a_thread_s_malloc_takes_back_the_blocks_in_its_batch)
 {
-  kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = kt_pool_class (&s0, SIZE);
-  KT_CHECK (k != SIZE_MAX);
-  KT_CHECK (alloc_all ());
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  KT_CHECK_EQ (s1.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+  kame_pool_stats_t s0, s1;
+  size_t k;
+  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
 
   static void *taken[N];
   KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);

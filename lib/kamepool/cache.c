@@ -288,8 +288,10 @@ kp_l1_fit_call (kp_heap_t *h, size_t need)
   return kp_l1_fit (h, true, need, NULL);
 }
 
+/* Empty second-level word I if it still holds E: E, or 0 when another
+   thread emptied it first.  */
 static inline uintptr_t
-kp_l2_take_slot (unsigned i, uintptr_t e)
+kp_l2_clear_slot (unsigned i, uintptr_t e)
 {
   if (!atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
                                                 memory_order_acquire,
@@ -297,7 +299,16 @@ kp_l2_take_slot (unsigned i, uintptr_t e)
     return 0;
   atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
                              memory_order_relaxed);
-  atomic_fetch_add_explicit (&kp_l2_takes, 1, memory_order_relaxed);
+  return e;
+}
+
+/* The same for a request: counted in kp_l2_takes (kp_l2_decay).  */
+static inline uintptr_t
+kp_l2_take_slot (unsigned i, uintptr_t e)
+{
+  e = kp_l2_clear_slot (i, e);
+  if (e != 0)
+    atomic_fetch_add_explicit (&kp_l2_takes, 1, memory_order_relaxed);
   return e;
 }
 
@@ -712,6 +723,16 @@ kp_cache_thread_exit (kp_heap_t *h)
   h->cache.l1_top = 0;
 }
 
+/* Give back E, an entry the decay took out of the cache, with its
+   pages; its pages, and one more call in *CALLS.  */
+static size_t
+kp_entry_decay (uintptr_t e, size_t *calls)
+{
+  ++*calls;
+  kp_entry_release_pages (e, KP_PAGES_DISCARD);
+  return kp_entry_bytes (e) / KP_PAGE;
+}
+
 /* The decay of the second level, at time NOW with delay DELAY: the
    tick of it that is due, if any, and the pages of the mappings it
    gave back (their count is added to *CALLS).  A tick gives back every
@@ -741,15 +762,9 @@ kp_l2_decay (uint32_t now, uint32_t delay, size_t *calls)
       uintptr_t e = atomic_load_explicit (&kp_l2[i], memory_order_relaxed);
       if (idle && e != 0
           && e == atomic_load_explicit (&kp_l2_seen[i], memory_order_relaxed)
-          && atomic_compare_exchange_strong_explicit (&kp_l2[i], &e, 0,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed))
+          && kp_l2_clear_slot (i, e) != 0)
         {
-          atomic_fetch_sub_explicit (&kp_l2_total, kp_entry_bytes (e),
-                                     memory_order_relaxed);
-          pages += kp_entry_bytes (e) / KP_PAGE;
-          ++*calls;
-          kp_entry_release_pages (e, KP_PAGES_DISCARD);
+          pages += kp_entry_decay (e, calls);
           e = 0;
         }
       atomic_store_explicit (&kp_l2_seen[i], e, memory_order_relaxed);
@@ -783,11 +798,8 @@ kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
       for (unsigned i = 0; i < KP_L1_SLOTS; i++)
         {
           uintptr_t e = kp_l1_get (h, i);
-          if (e == 0 || e != h->cache.l1_seen[i])
-            continue;
-          pages += kp_entry_bytes (e) / KP_PAGE;
-          ++*calls;
-          kp_entry_release_pages (kp_l1_take (h, i), KP_PAGES_DISCARD);
+          if (e != 0 && e == h->cache.l1_seen[i])
+            pages += kp_entry_decay (kp_l1_take (h, i), calls);
         }
       if (pages != 0)
         kp_l1_room_update (h);

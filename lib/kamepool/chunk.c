@@ -913,8 +913,9 @@ kp_free_remote_slow (void *p)
   s->cls = (uint8_t) cls;
   atomic_signal_fence (memory_order_release);
   s->chunk = c;
-  h->rbatch_mask |= 1u << (s - h->rbatch);
-  h->rbatch_cls[cls] |= 1u << (s - h->rbatch);
+  uint32_t bit = 1u << (s - h->rbatch);
+  h->rbatch_mask |= bit;
+  h->rbatch_cls[cls] |= bit;
 }
 
 /* Free P, whose unit's descriptor is C: into the slot of the thread's

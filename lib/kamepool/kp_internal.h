@@ -955,7 +955,7 @@ kp_rbatch_head_ok (const kp_rbatch_t *s, const kp_block_t *b,
 /* Take B, a block of class CLS, the head of slot I of H, with link
    NEXT.  B never left its chunk's used count, so the chunk needs no
    word of it: it is simply live again, and counts as collected in the
-   statistics.  The caller has set h->rbatch_taking before it read B.  */
+   statistics.  */
 KP_INLINE void
 kp_rbatch_take (kp_heap_t *h, unsigned cls, unsigned i, kp_block_t *b,
                 kp_block_t *next)
@@ -967,8 +967,6 @@ kp_rbatch_take (kp_heap_t *h, unsigned cls, unsigned i, kp_block_t *b,
   else
     s->head = next;
   kp_block_mark_live (b);
-  atomic_signal_fence (memory_order_release);
-  h->rbatch_taking = false;
 }
 /* The owner's free of B at offset OFF into C when the fast test saw
    something to look at: report misuse, or free B.  */

@@ -216,14 +216,25 @@ kt_decay_passes (int passes)
   return NULL;
 }
 
-/* A BIG block with every byte 0xa5, or NULL.  */
+/* A block of N bytes with every byte 0xa5, or NULL.  */
 static char *
-kt_big_block (void)
+kt_filled_block (size_t n)
 {
-  char *p = kame_pool_malloc (BIG);
+  char *p = kame_pool_malloc (n);
   if (p != NULL)
-    memset (p, 0xa5, BIG);
+    memset (p, 0xa5, n);
   return p;
+}
+
+/* The offset of the first page of the N bytes at Q that no longer
+   holds 0xa5 (given back: it reads as zeros), or N.  */
+static size_t
+kt_first_page_lost (const char *q, size_t n)
+{
+  size_t off = 0;
+  while (off < n && (unsigned char) q[off] == 0xa5)
+    off += KT_PAGE;
+  return off < n ? off : n;
 }
 
 static void *
@@ -231,7 +242,7 @@ kt_cached_block_untaken (void *arg)
 {
   (void) arg;
   static char msg[256];
-  char *p = kt_big_block ();
+  char *p = kt_filled_block (BIG);
   if (p == NULL)
     return "malloc failed";
   kame_pool_stats_t s0 = kt_pool_stats ();
@@ -274,7 +285,7 @@ kt_cached_block_in_use (void *arg)
 {
   (void) arg;
   static char msg[256];
-  char *p = kt_big_block ();
+  char *p = kt_filled_block (BIG);
   if (p == NULL)
     return "malloc failed";
   kame_pool_free (p);
@@ -290,13 +301,13 @@ kt_cached_block_in_use (void *arg)
                     round, (void *) q, (void *) p);
           return msg;
         }
-      for (size_t off = 0; off < BIG; off += KT_PAGE)
-        if ((unsigned char) q[off] != 0xa5)
-          {
-            snprintf (msg, sizeof msg, "round %d: the page at +%zu was "
-                      "given back", round, off);
-            return msg;
-          }
+      size_t off = kt_first_page_lost (q, BIG);
+      if (off != BIG)
+        {
+          snprintf (msg, sizeof msg, "round %d: the page at +%zu was "
+                    "given back", round, off);
+          return msg;
+        }
       kame_pool_free (q);
     }
   return NULL;
@@ -331,11 +342,8 @@ kt_five_mappings_freed (void *arg)
 {
   char *p[5];
   for (int i = 0; i < 5; i++)
-    {
-      if ((p[i] = kame_pool_malloc (MAP)) == NULL)
-        return "malloc failed";
-      memset (p[i], 0xa5, MAP);
-    }
+    if ((p[i] = kt_filled_block (MAP)) == NULL)
+      return "malloc failed";
   for (int i = 0; i < 5; i++)
     kame_pool_free (p[i]);
   *(char **) arg = p[0];
@@ -399,12 +407,12 @@ kt_take_and_put_back (void *arg)
                 arg);
       return msg;
     }
-  for (size_t off = 0; off < MAP; off += KT_PAGE)
-    if ((unsigned char) q[off] != 0xa5)
-      {
-        snprintf (msg, sizeof msg, "the page at +%zu was given back", off);
-        return msg;
-      }
+  size_t off = kt_first_page_lost (q, MAP);
+  if (off != MAP)
+    {
+      snprintf (msg, sizeof msg, "the page at +%zu was given back", off);
+      return msg;
+    }
   char *r[4];
   for (int i = 0; i < 4; i++)
     if ((r[i] = kame_pool_malloc (MAP)) == NULL)

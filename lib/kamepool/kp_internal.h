@@ -343,8 +343,14 @@ typedef struct kp_chunk
   /* Bytes 0 to 127 (cache lines 0 and 1): owner-private fields, plain
      loads and stores, used only by the thread that holds the OWNED bit
      (and read racily by the statistics walk), except OWNER.  Line 0
-     holds what the owner's free path reads: FREE, USED, ACTIVE, FULL,
-     DIVMAGIC and OWNER.  */
+     holds what the owner's malloc and free write: FREE and USED, and
+     with them what they and the list moves read.  Line 1 holds OWNER
+     and fields written only at the claim and by the decay: another
+     thread's free reads OWNER, and a read of line 0 would take the
+     line away from an owner that is allocating from the chunk (every
+     producer/consumer free would pay a transfer of the line there and
+     another back at the owner's next malloc).  The owner's free reads
+     both lines.  */
   /* 256 bytes a descriptor (the struct's alignment): the free path
      finds a descriptor with a shift, where 192 needed a multiply.  */
   _Alignas (256) kp_block_t *free; /* owner LIFO free list (encoded links) */
@@ -361,14 +367,16 @@ typedef struct kp_chunk
   char *bump;                   /* next never-used byte (lazy carving) */
   char *limit;                  /* end of the chunk's data */
   struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
-  /* Written relaxed by the thread that takes ownership (itself or NULL);
-     read relaxed by any freer, who only compares it with its own heap.  */
-  _Atomic (kp_heap_t *) owner;
-  kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
-  uint32_t capacity;            /* blocks in the chunk */
+  uint32_t idle_since;          /* decay clock when it joined that list */
   bool fostered;                /* taken over by a free, class not in use */
   bool decayed;                 /* purged since it joined a partial list */
-  uint32_t idle_since;          /* decay clock when it joined that list */
+
+  /* Line 1 (byte 64).  */
+  /* Written relaxed by the thread that takes ownership (itself or NULL);
+     read relaxed by any freer, who only compares it with its own heap.  */
+  _Alignas (64) _Atomic (kp_heap_t *) owner;
+  kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
+  uint32_t capacity;            /* blocks in the chunk */
   /* The decay (chunk.c, kp_chunk_purge): pages below BUMP given back to
      the kernel, one bit per page; every block that starts in such a
      page is free and off the free list until kp_chunk_carve links it
@@ -398,9 +406,12 @@ typedef struct kp_chunk
   _Atomic (uint8_t) units;      /* chunk length in units */
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
-_Static_assert (offsetof (kp_chunk_t, owner) + sizeof (void *) <= 64
-                && offsetof (kp_chunk_t, divmagic) + 8 <= 64,
-                "the owner's free reads line 0 only");
+_Static_assert (offsetof (kp_chunk_t, decayed) < 64
+                && offsetof (kp_chunk_t, owner) == 64
+                && offsetof (kp_chunk_t, purged) + sizeof ((kp_chunk_t *) 0)->purged
+                   <= 128,
+                "malloc and free write line 0; another thread's free "
+                "reads line 1");
 _Static_assert (offsetof (kp_chunk_t, xthread_free) == 128,
                 "the remote-free word starts line 2");
 

@@ -119,7 +119,7 @@ void
 kp_free_remote_first (void *p, kp_chunk_t *c)
 {
   kp_thread_init ();
-  kp_free_remote (c, p);
+  kp_free_remote (p, c, kp_tc.heap);
 }
 
 /* P is in a small chunk: true if it starts a block that is not marked

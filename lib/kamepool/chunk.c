@@ -410,21 +410,30 @@ kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n)
                                memory_order_relaxed);
 }
 
-/* Blocks of class CLS freed remotely and not yet collected, over all
-   threads (exact when no other thread allocates or frees).  */
-size_t
-kp_remote_pending (unsigned cls)
+/* Blocks freed remotely and not yet collected, per class, over all
+   threads, into PENDING: those published (remote_out less remote_in)
+   and those waiting in a batch (exact when no other thread allocates
+   or frees).  */
+void
+kp_remote_pending (size_t pending[KP_NCLASS])
 {
-  size_t out = atomic_load_explicit (&kp_remote_out_nobody[cls],
-                                     memory_order_relaxed);
-  size_t in = atomic_load_explicit (&kp_remote_in_nobody[cls],
-                                    memory_order_relaxed);
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    pending[cls] = atomic_load_explicit (&kp_remote_out_nobody[cls],
+                                         memory_order_relaxed)
+                   - atomic_load_explicit (&kp_remote_in_nobody[cls],
+                                           memory_order_relaxed);
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     {
-      out += atomic_load_explicit (&h->remote_out[cls], memory_order_relaxed);
-      in += atomic_load_explicit (&h->remote_in[cls], memory_order_relaxed);
+      for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+        pending[cls] += atomic_load_explicit (&h->remote_out[cls],
+                                              memory_order_relaxed)
+                        - atomic_load_explicit (&h->remote_in[cls],
+                                                memory_order_relaxed);
+      for (unsigned i = 0; i < KP_RBATCH_SLOTS; i++)
+        pending[atomic_load_explicit (&h->rbatch[i].cls,
+                                      memory_order_relaxed)]
+          += atomic_load_explicit (&h->rbatch[i].count, memory_order_relaxed);
     }
-  return out - in;
 }
 
 /* The largest chunk of the small classes, in blocks: one unit of the
@@ -799,6 +808,16 @@ kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
                     & (KP_RBATCH_SLOTS - 1)];
 }
 
+/* The blocks of slot S of H leave it for the chunk's remote list (or
+   are dropped): the statistics now count them in H's remote_out.  */
+static inline void
+kp_rbatch_count_out (kp_heap_t *h, kp_rbatch_t *s)
+{
+  kp_owner_add (&h->remote_out[atomic_load_explicit (&s->cls,
+                                                     memory_order_relaxed)],
+                atomic_load_explicit (&s->count, memory_order_relaxed));
+}
+
 static inline void
 kp_rbatch_clear (kp_heap_t *h, kp_rbatch_t *s)
 {
@@ -816,6 +835,7 @@ kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s)
 {
   kp_chunk_t *c = s->chunk;
   kp_block_t *head = s->head, *tail = s->tail;
+  kp_rbatch_count_out (h, s);
   kp_rbatch_clear (h, s);
   kp_remote_push (c, head, tail);
 }
@@ -846,10 +866,9 @@ kp_rbatch_limit (size_t size)
    never comes here: kp_free_pool hands it to the cache from its own
    unit's descriptor, so P is inside one.  */
 static KP_NOINLINE void
-kp_free_remote_slow (void *p)
+kp_free_remote_slow (void *p, kp_heap_t *h)
 {
   kp_chunk_t *c = kp_chunk_of (p);
-  kp_heap_t *h = kp_tc.heap;
   if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
     {
       kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
@@ -891,10 +910,10 @@ kp_free_remote_slow (void *p)
       return;
     }
   kp_block_mark_remote (b);
-  kp_remote_count (h, false, cls, 1);
   uint32_t limit = kp_rbatch_limit (size);
   if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
     {
+      kp_remote_count (h, false, cls, 1);
       kp_remote_push (c, b, b);
       return;
     }
@@ -906,11 +925,11 @@ kp_free_remote_slow (void *p)
   kp_block_link (b, NULL);
   atomic_signal_fence (memory_order_release);
   s->head = s->tail = b;
-  s->count = 1;
+  atomic_store_explicit (&s->count, 1, memory_order_relaxed);
   s->limit = limit;
   s->data = kp_chunk_data (c);
   s->divmagic = kp_divmagic (size);
-  s->cls = (uint8_t) cls;
+  atomic_store_explicit (&s->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_signal_fence (memory_order_release);
   s->chunk = c;
   uint32_t bit = 1u << (s - h->rbatch);
@@ -925,9 +944,8 @@ kp_free_remote_slow (void *p)
    chunk), so the slot's copies of C's data address and block size are
    C's, and P, a block of C's first unit, is another thread's.  */
 void
-kp_free_remote (kp_chunk_t *c, void *p)
+kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
-  kp_heap_t *h = kp_tc.heap;
   kp_rbatch_t *s = kp_rbatch_slot (h, c);
   /* The sentinel heaps' slots are all empty.  */
   if (kp_likely (s->chunk == c))
@@ -948,13 +966,15 @@ kp_free_remote (kp_chunk_t *c, void *p)
       kp_block_link (b, s->head);
       kp_block_mark_remote (b);
       s->head = b;
-      /* kp_remote_count, for a live heap.  */
-      kp_owner_add (&h->remote_out[s->cls], 1);
-      if (kp_unlikely (++s->count >= s->limit))
+      /* The flush counts the slot's blocks in remote_out; till then
+         the statistics count them in the slot.  */
+      uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed) + 1;
+      atomic_store_explicit (&s->count, n, memory_order_relaxed);
+      if (kp_unlikely (n >= s->limit))
         kp_rbatch_flush (h, s);
       return;
     }
-  kp_free_remote_slow (p);
+  kp_free_remote_slow (p, h);
 }
 
 /* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost
@@ -968,7 +988,8 @@ void *
 kp_rbatch_take_bad (kp_heap_t *h, kp_rbatch_t *s)
 {
   kp_block_t *b = s->head;
-  unsigned cls = s->cls;
+  unsigned cls = atomic_load_explicit (&s->cls, memory_order_relaxed);
+  kp_rbatch_count_out (h, s);
   kp_rbatch_clear (h, s);
   if (!kp_block_marked_remote (b))
     {

@@ -388,7 +388,7 @@ kp_malloc_refill (size_t n)
       kp_block_t *next = kp_block_next (b);
       if (kp_unlikely (!kp_rbatch_head_ok (&h->rbatch[i], b, next)))
         return kp_malloc_refill_bad (h, i, cls, n);
-      kp_rbatch_take (h, cls, i, b, next);
+      kp_rbatch_take (h, i, b, next);
       atomic_signal_fence (memory_order_release);
       h->rbatch_taking = false;
       return b;

@@ -470,17 +470,21 @@ typedef struct kp_region
 #define KP_RBATCH_BLOCKS 64
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
 
-/* One slot.  Plain fields: only the heap's thread reads or writes
-   them.  The blocks are linked (encoded links, tagged free) from HEAD
-   to TAIL, whose link is NULL until the flush.  */
+/* One slot.  Only the heap's thread writes them; the statistics read
+   COUNT and CLS (kp_remote_pending), relaxed, the others are plain.
+   The blocks are linked (encoded links, tagged free) from HEAD to
+   TAIL, whose link is NULL until the flush.  */
 typedef struct kp_rbatch
 {
-  kp_chunk_t *chunk;            /* NULL: the slot is empty */
+  /* 64 bytes a slot (the alignment): the slot of a chunk is found with
+     a shift, and lies in one cache line.  */
+  _Alignas (64) kp_chunk_t *chunk; /* NULL: the slot is empty */
   kp_block_t *head, *tail;
   char *data;                   /* the chunk's first block */
   uint64_t divmagic;            /* of the chunk's block size */
-  uint32_t count, limit;        /* blocks held; the flush comes at limit */
-  uint8_t cls;
+  _Atomic (uint32_t) count;     /* blocks held */
+  uint32_t limit;               /* the flush comes at this count */
+  _Atomic (uint8_t) cls;
 } kp_rbatch_t;
 
 /* A doubly linked list of one heap's chunks, oldest first (the inline
@@ -915,7 +919,7 @@ KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls,
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
 KP_HIDDEN size_t kp_chunk_purge (kp_chunk_t *c, size_t *calls);
 KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
-KP_HIDDEN size_t kp_remote_pending (unsigned cls);
+KP_HIDDEN void kp_remote_pending (size_t pending[KP_NCLASS]);
 KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
 KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
@@ -926,9 +930,10 @@ KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 /* Free P, a pool block that is not in the first unit of a chunk this
-   thread owns, nor a dedicated block; C is the descriptor of P's unit
-   (chunk.c).  */
-KP_HIDDEN void kp_free_remote (kp_chunk_t *c, void *p);
+   thread owns, nor a dedicated block; C is the descriptor of P's unit,
+   H the calling thread's heap, kp_tc.heap (chunk.c).  In the order
+   kp_free_pool holds them, so that its tail call moves one register.  */
+KP_HIDDEN void kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h);
 /* Publish every batch of remote frees H, the calling thread's live
    heap, holds (chunk.c).  */
 KP_HIDDEN void kp_rbatch_flush_all (kp_heap_t *h);
@@ -941,9 +946,10 @@ kp_rbatch_clear_at (kp_heap_t *h, unsigned i)
   uint32_t keep = ~(1u << i);
   kp_rbatch_t *s = &h->rbatch[i];
   s->chunk = NULL;
-  s->count = 0;
+  atomic_store_explicit (&s->count, 0, memory_order_relaxed);
   h->rbatch_mask &= keep;
-  h->rbatch_cls[s->cls] &= keep;
+  h->rbatch_cls[atomic_load_explicit (&s->cls, memory_order_relaxed)]
+    &= keep;
 }
 
 /* A thread's malloc takes a block of its own batch back (the refill,
@@ -957,23 +963,24 @@ KP_INLINE bool
 kp_rbatch_head_ok (const kp_rbatch_t *s, const kp_block_t *b,
                    const kp_block_t *next)
 {
+  uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed);
   return !KP_HARDEN
          || (kp_block_marked_remote (b)
-             && (next == NULL ? s->count == 1
-                 : s->count != 1 && !kp_link_suspect (b, next)));
+             && (next == NULL ? n == 1
+                 : n != 1 && !kp_link_suspect (b, next)));
 }
 
-/* Take B, a block of class CLS, the head of slot I of H, with link
-   NEXT.  B never left its chunk's used count, so the chunk needs no
-   word of it: it is simply live again, and counts as collected in the
-   statistics.  */
+/* Take B, the head of slot I of H, with link NEXT.  B never left its
+   chunk's used count, so the chunk needs no word of it: it is simply
+   live again, and leaves the slot's count (the statistics count the
+   slot's blocks as remote frees not yet collected).  */
 KP_INLINE void
-kp_rbatch_take (kp_heap_t *h, unsigned cls, unsigned i, kp_block_t *b,
-                kp_block_t *next)
+kp_rbatch_take (kp_heap_t *h, unsigned i, kp_block_t *b, kp_block_t *next)
 {
   kp_rbatch_t *s = &h->rbatch[i];
-  kp_owner_add (&h->remote_in[cls], 1);
-  if (--s->count == 0)
+  uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed) - 1;
+  atomic_store_explicit (&s->count, n, memory_order_relaxed);
+  if (n == 0)
     kp_rbatch_clear_at (h, i);
   else
     s->head = next;
@@ -1255,9 +1262,7 @@ kp_pool_usable_size (const void *p)
       return 0;
     }
 }
-/* kp_free_remote for a thread that has no heap yet: a tail call,
-   with P first, in the register where the free path holds it, so that
-   the owner's free keeps no register for this branch.  */
+/* kp_free_remote for a thread that has no heap yet (alloc.c).  */
 KP_HIDDEN void kp_free_remote_first (void *p, kp_chunk_t *c);
 KP_HIDDEN bool kp_owns (const void *p);
 KP_HIDDEN size_t kp_usable_size (const void *p);
@@ -1423,9 +1428,9 @@ kp_free_pool (void *p)
      every batched class, and finds the chunk itself otherwise.  A
      thread with no heap is never a chunk's owner.  */
   if (kp_unlikely (h == &kp_heap_none))
-    kp_free_remote_first (p, kp_chunk_of (p));
+    kp_free_remote_first (p, c);
   else
-    kp_free_remote (c, p);
+    kp_free_remote (p, c, h);
 }
 
 /* free's fast path: one load of the radix map tells a pool block from

@@ -76,9 +76,11 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
           }
       }
   s->small_live_bytes = s->small_resident_bytes = s->remote_pending = 0;
+  size_t pend[KP_NCLASS];
+  kp_remote_pending (pend);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
-      size_t pending = kp_remote_pending (cls);
+      size_t pending = pend[cls];
       if (pending > used[cls])
         pending = used[cls];    /* counted while a free was under way */
       k[cls].block_size = kp_class_size[cls];

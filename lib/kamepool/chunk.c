@@ -240,20 +240,22 @@ kp_chunk_carve (kp_chunk_t *c)
 }
 
 /* What a walk of a list of small chunk C checks each link against:
-   C's first block, the end of its data and the divisibility magic of
-   its block size, worked out once a walk (the magic takes a division;
-   C's own divmagic is 0 while pages are given back, or under
+   C's first block, the length of its data and the divisibility magic
+   of its block size, worked out once a walk (the magic takes a
+   division; C's own divmagic is 0 while pages are given back, or under
    KAME_POOL_ON_MISUSE=report).  */
 typedef struct kp_link_bounds
 {
-  const char *data, *limit;
+  const char *data;
+  uintptr_t span;
   uint64_t magic;
 } kp_link_bounds_t;
 
 static inline kp_link_bounds_t
 kp_link_bounds (const kp_chunk_t *c)
 {
-  kp_link_bounds_t lb = { kp_chunk_data (c), c->limit, 0 };
+  kp_link_bounds_t lb = { kp_chunk_data (c),
+                          (uintptr_t) (c->limit - kp_chunk_data (c)), 0 };
   if (KP_HARDEN)
     lb.magic = kp_divmagic (atomic_load_explicit (&c->block_size,
                                                   memory_order_relaxed));
@@ -269,9 +271,9 @@ kp_link_ok (const kp_link_bounds_t *lb, const kp_block_t *next)
 {
   if (!KP_HARDEN || next == NULL)
     return true;
-  uintptr_t off = (uintptr_t) ((const char *) next - lb->data);
-  return (const char *) next >= lb->data && (const char *) next < lb->limit
-         && off * lb->magic < lb->magic;
+  /* Below DATA, the offset wraps round to above SPAN.  */
+  uintptr_t off = (uintptr_t) next - (uintptr_t) lb->data;
+  return off < lb->span && off * lb->magic < lb->magic;
 }
 
 /* B's link, in a list of C's, was changed while B was free: report it

@@ -849,17 +849,6 @@ kp_rbatch_flush_all (kp_heap_t *h)
     kp_rbatch_flush (h, &h->rbatch[__builtin_ctz (h->rbatch_mask)]);
 }
 
-/* How many blocks of SIZE bytes a slot holds: 0 when their class is
-   not batched.  */
-static inline uint32_t
-kp_rbatch_limit (size_t size)
-{
-  size_t n = KP_RBATCH_BYTES / size;
-  if (n > KP_RBATCH_BLOCKS)
-    n = KP_RBATCH_BLOCKS;
-  return n >= 2 ? (uint32_t) n : 0;
-}
-
 /* Free P the long way: find its chunk C; free P as the owner when this
    thread owns C (P is then past C's first unit); otherwise check P,
    then put it in a slot of the batch (publishing the slot's blocks of
@@ -892,16 +881,17 @@ kp_free_remote_slow (void *p, kp_heap_t *h)
       kp_misuse ("free", "invalid pointer (not an allocated block):", p);
       return;
     }
-  size_t off = (size_t) ((char *) p - kp_chunk_data (c));
-  uint32_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
-  if (kp_unlikely (off % size != 0))
+  /* The class before the push: once the block is on the list, the
+     owner may release the chunk and anyone claim it again.  Its
+     tables, not a division by the block size.  */
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  uint64_t magic = kp_class_divmagic[cls];
+  uint64_t off = (uint64_t) ((char *) p - kp_chunk_data (c));
+  if (kp_unlikely (off * magic >= magic))
     {
       kp_misuse ("free", "invalid pointer (not the start of a block):", p);
       return;
     }
-  /* The class before the push: once the block is on the list, the
-     owner may release the chunk and anyone claim it again.  */
-  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
   kp_block_t *b = p;
   /* Freed already: on the owner's list, on this remote list or in a
      batch.  No look at any of them is possible from here; the tag,
@@ -912,7 +902,7 @@ kp_free_remote_slow (void *p, kp_heap_t *h)
       return;
     }
   kp_block_mark_remote (b);
-  uint32_t limit = kp_rbatch_limit (size);
+  uint32_t limit = kp_class_rbatch_limit[cls];
   if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
     {
       kp_remote_count (h, false, cls, 1);
@@ -930,7 +920,7 @@ kp_free_remote_slow (void *p, kp_heap_t *h)
   atomic_store_explicit (&s->count, 1, memory_order_relaxed);
   s->limit = limit;
   s->data = kp_chunk_data (c);
-  s->divmagic = kp_divmagic (size);
+  s->divmagic = magic;
   atomic_store_explicit (&s->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_signal_fence (memory_order_release);
   s->chunk = c;

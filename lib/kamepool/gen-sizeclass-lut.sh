@@ -1,13 +1,13 @@
 #!/bin/sh
 # gen-sizeclass-lut.sh -- write sizeclass-lut.h, the size -> class tables
-# for the classes listed in sizeclass.c.  Run it after changing them:
+# for the classes listed in sizeclass.c (KP_CLASS_SIZES).  Run it after changing them:
 #   sh lib/kamepool/gen-sizeclass-lut.sh > lib/kamepool/sizeclass-lut.h
 # kp_sizeclass_check (sizeclass.c) verifies the tables at start-up in
 # debug builds, and the kamepool.api tests check every class boundary.
 set -e
 dir=$(dirname "$0")
-sed -n '/^const uint32_t kp_class_size/,/^};/p' "$dir/sizeclass.c" |
-  tr -c '0-9\n' ' ' | tr ' ' '\n' | grep -E '^[0-9]+$' | sed 1d |
+sed -n '/^#define KP_CLASS_SIZES/,/[^\\]$/p' "$dir/sizeclass.c" |
+  tr -c '0-9\n' ' ' | tr ' ' '\n' | grep -E '^[0-9]+$' |
 awk '
   function emit(v, last) {
     line = line v (last ? "" : ",")

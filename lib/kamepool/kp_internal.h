@@ -469,6 +469,12 @@ typedef struct kp_region
 #define KP_RBATCH_SLOTS 32
 #define KP_RBATCH_BLOCKS 64
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
+/* The bound of a slot for blocks of S bytes, in blocks: 0 when their
+   class is not batched (kp_class_rbatch_limit).  */
+#define KP_RBATCH_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KP_RBATCH_LIMIT(s)                                              \
+  (KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) >= 2         \
+   ? KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) : 0)
 
 /* One slot.  Only the heap's thread writes them; the statistics read
    COUNT and CLS (kp_remote_pending), relaxed, the others are plain.
@@ -727,6 +733,8 @@ extern const uint8_t kp_class_lut[KP_LUT_SIZE] KP_HIDDEN;
 extern const uint8_t kp_mid_lut[KP_MID_LUT_SIZE] KP_HIDDEN;
 extern const uint32_t kp_class_size[KP_NCLASS] KP_HIDDEN;
 extern const uint8_t kp_class_units[KP_NCLASS] KP_HIDDEN;
+extern const uint64_t kp_class_divmagic[KP_NCLASS] KP_HIDDEN;
+extern const uint8_t kp_class_rbatch_limit[KP_NCLASS] KP_HIDDEN;
 KP_HIDDEN void kp_sizeclass_check (void);
 KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
 

@@ -23,20 +23,31 @@
 
 #include "kp_internal.h"
 
-const uint32_t kp_class_size[KP_NCLASS] = {
-  16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
-  256, 272, 288, 304, 320, 336, 352, 368,
-  384, 448, 512,
-  640, 768, 896, 1024,
-  1280, 1536, 1792, 2048,
-  2560, 3072, 3584, 4096,
-  5120, 6144, 7168, 8192,
-  10240, 12288, 14336, 16384,
-  20480, 24576, 28672, 32768,
-  34816, 36864, 39936, 43008, 47104, 52224, 57344,
-  65536, 69632, 74752, 79872, 87040, 95232, 104448, 115712,
-  131072, 149504, 174080, 208896
-};
+/* The classes' sizes, listed once: kp_class_size and the tables
+   worked out from it by the compiler.  */
+#define KP_CLASS_SIZES(X) \
+  X (16) X (32) X (48) X (64) X (80) X (96) X (112) X (128) X (144) X (160) \
+  X (176) X (192) X (208) X (224) X (240) X (256) X (272) X (288) X (304) \
+  X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (640) X (768) \
+  X (896) X (1024) X (1280) X (1536) X (1792) X (2048) X (2560) X (3072) \
+  X (3584) X (4096) X (5120) X (6144) X (7168) X (8192) X (10240) X (12288) \
+  X (14336) X (16384) X (20480) X (24576) X (28672) X (32768) X (34816) \
+  X (36864) X (39936) X (43008) X (47104) X (52224) X (57344) X (65536) \
+  X (69632) X (74752) X (79872) X (87040) X (95232) X (104448) X (115712) \
+  X (131072) X (149504) X (174080) X (208896)
+
+#define KP_SIZE(s) s,
+const uint32_t kp_class_size[KP_NCLASS] = { KP_CLASS_SIZES (KP_SIZE) };
+
+/* 1 + UINT64_MAX / size: an offset OFF starts a block of the class
+   exactly when OFF * magic < magic (kp_chunk_t's divmagic).  */
+#define KP_MAGIC(s) (UINT64_MAX / (s) + 1),
+const uint64_t kp_class_divmagic[KP_NCLASS] = { KP_CLASS_SIZES (KP_MAGIC) };
+
+/* How many blocks of the class a slot of the batch of remote frees
+   holds: 0 when the class is not batched (KP_RBATCH_LIMIT).  */
+#define KP_LIMIT(s) KP_RBATCH_LIMIT (s),
+const uint8_t kp_class_rbatch_limit[KP_NCLASS] = { KP_CLASS_SIZES (KP_LIMIT) };
 
 /* Units per chunk: at least 32 blocks per chunk up to 32 KiB, at most
    4 units (the decay's page bitmap covers 4).  */

@@ -449,7 +449,8 @@ sc_interior_64_remote (void)
   km_no_block_twice (64, N64, &live, 1);
 }
 
-/* The remote free divides: no hardening needed.  */
+/* The remote free tests the offset with its class's magic number in
+   every build: no hardening needed.  */
 KM_TEST (free_16_bytes_into_a_64_b_block_from_another_thread)
 {
   KM_EXPECT (sc_interior_64_remote, "free",

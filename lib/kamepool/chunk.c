@@ -849,22 +849,16 @@ kp_rbatch_flush_all (kp_heap_t *h)
     kp_rbatch_flush (h, &h->rbatch[__builtin_ctz (h->rbatch_mask)]);
 }
 
-/* Free P the long way: find its chunk C; free P as the owner when this
-   thread owns C (P is then past C's first unit); otherwise check P,
-   then put it in a slot of the batch (publishing the slot's blocks of
-   another chunk first), or push it alone when the thread has no heap
-   any more or the class is not batched.  A dedicated chunk's block
-   never comes here: kp_free_pool hands it to the cache from its own
-   unit's descriptor, so P is inside one.  */
+/* Free P the long way, P in chunk C, which the calling thread, whose
+   heap is H, does not own: check P, then put it in a slot of the batch
+   (publishing the slot's blocks of another chunk first), or push it
+   alone when the thread has no heap any more or the class is not
+   batched.  A dedicated chunk's block never comes here: kp_free_pool
+   hands it to the cache from its own unit's descriptor, so P is inside
+   one.  */
 static KP_NOINLINE void
-kp_free_remote_slow (void *p, kp_heap_t *h)
+kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
-  kp_chunk_t *c = kp_chunk_of (p);
-  if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
-    {
-      kp_free_owned (c, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (c));
-      return;
-    }
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
   if (kind == KP_KIND_DEDICATED)
     {
@@ -934,7 +928,10 @@ kp_free_remote_slow (void *p, kp_heap_t *h)
    Its blocks keep C claimed and SMALL (they count in its used), and C
    is not this thread's (a heap publishes its batch before it adopts a
    chunk), so the slot's copies of C's data address and block size are
-   C's, and P, a block of C's first unit, is another thread's.  */
+   C's, and P, a block of C's first unit, is another thread's.
+   Otherwise P's chunk decides: the owner's free when it is this
+   thread's (P is then past the chunk's first unit, a block of a class
+   above 8 KiB, which is not batched), else kp_free_remote_slow.  */
 void
 kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
@@ -966,7 +963,13 @@ kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
         kp_rbatch_flush (h, s);
       return;
     }
-  kp_free_remote_slow (p, h);
+  kp_chunk_t *k = kp_chunk_of (p);
+  if (atomic_load_explicit (&k->owner, memory_order_relaxed) == h)
+    {
+      kp_free_owned (k, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (k));
+      return;
+    }
+  kp_free_remote_slow (p, k, h);
 }
 
 /* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost

@@ -1,6 +1,7 @@
 #!/bin/sh
 # gen-sizeclass-lut.sh -- write sizeclass-lut.h, the size -> class tables
-# for the classes listed in sizeclass.c (KP_CLASS_SIZES).  Run it after changing them:
+# for the classes listed in sizeclass.c (KP_CLASS_SIZES).  Run it after
+# changing them:
 #   sh lib/kamepool/gen-sizeclass-lut.sh > lib/kamepool/sizeclass-lut.h
 # kp_sizeclass_check (sizeclass.c) verifies the tables at start-up in
 # debug builds, and the kamepool.api tests check every class boundary.

@@ -408,8 +408,8 @@ typedef struct kp_chunk
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
 _Static_assert (offsetof (kp_chunk_t, decayed) < 64
                 && offsetof (kp_chunk_t, owner) == 64
-                && offsetof (kp_chunk_t, purged) + sizeof ((kp_chunk_t *) 0)->purged
-                   <= 128,
+                && offsetof (kp_chunk_t, purged)
+                   + KP_PURGE_WORDS * sizeof (uint64_t) <= 128,
                 "malloc and free write line 0; another thread's free "
                 "reads line 1");
 _Static_assert (offsetof (kp_chunk_t, xthread_free) == 128,
@@ -476,8 +476,9 @@ typedef struct kp_region
   (KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) >= 2         \
    ? KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) : 0)
 
-/* One slot.  Only the heap's thread writes them; the statistics read
-   COUNT and CLS (kp_remote_pending), relaxed, the others are plain.
+/* One slot.  Only the heap's thread writes its fields; the statistics
+   read COUNT and CLS (kp_remote_pending), relaxed; the others are
+   plain.
    The blocks are linked (encoded links, tagged free) from HEAD to
    TAIL, whose link is NULL until the flush.  */
 typedef struct kp_rbatch

@@ -747,11 +747,7 @@ kp_entry_decay (uintptr_t e, size_t *calls)
 static size_t
 kp_l2_decay (uint32_t now, uint32_t delay, size_t *calls)
 {
-  uint32_t last = atomic_load_explicit (&kp_l2_tick, memory_order_relaxed);
-  if (now - last < delay
-      || !atomic_compare_exchange_strong_explicit (&kp_l2_tick, &last, now,
-                                                   memory_order_relaxed,
-                                                   memory_order_relaxed))
+  if (!kp_tick_due (&kp_l2_tick, now, delay))
     return 0;
   size_t takes = atomic_load_explicit (&kp_l2_takes, memory_order_relaxed);
   bool idle = takes == atomic_load_explicit (&kp_l2_takes_seen,

@@ -38,20 +38,23 @@
 
 #include "kp_internal.h"
 
-/* The divmagic of blocks of SIZE bytes (kp_chunk_t).  */
+/* The divmagic of the blocks of small chunk C (kp_chunk_t), from its
+   class's table: no division.  */
 static inline uint64_t
-kp_divmagic (size_t size)
+kp_chunk_divmagic (const kp_chunk_t *c)
 {
-  return UINT64_MAX / size + 1;
+  return kp_class_divmagic[atomic_load_explicit (&c->cls,
+                                                 memory_order_relaxed)];
 }
 
-/* The divmagic an owner's free tests, for a chunk with no page given
-   back: 0 under KAME_POOL_ON_MISUSE=report, so that every free is
-   checked when it is made and a misuse leaves the heap as it was.  */
+/* The divmagic an owner's free tests, for a chunk of class CLS with no
+   page given back: 0 under KAME_POOL_ON_MISUSE=report, so that every
+   free is checked when it is made and a misuse leaves the heap as it
+   was.  */
 static inline uint64_t
-kp_divmagic_fast (size_t size)
+kp_divmagic_fast (unsigned cls)
 {
-  return kp_setting (&kp_misuse_abort) ? kp_divmagic (size) : 0;
+  return kp_setting (&kp_misuse_abort) ? kp_class_divmagic[cls] : 0;
 }
 
 /* Set up C, whose UNITS units the caller has just claimed, as a chunk
@@ -89,7 +92,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
   char *data = kp_chunk_data (c);
   c->used = 0;
   c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
-  c->divmagic = kp_divmagic_fast (size);
+  c->divmagic = kp_divmagic_fast (cls);
   c->bump = data;
   c->limit = data + (size_t) c->capacity * size;
   kp_chunk_setup (c, KP_KIND_SMALL, cls, units, size, h);
@@ -98,8 +101,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
 bool
 kp_chunk_block_start (const kp_chunk_t *c, uintptr_t off)
 {
-  uint64_t m = kp_divmagic (atomic_load_explicit (&c->block_size,
-                                                  memory_order_relaxed));
+  uint64_t m = kp_chunk_divmagic (c);
   return off * m < m;
 }
 
@@ -137,11 +139,8 @@ static inline void
 kp_chunk_unpurged_one (kp_chunk_t *c)
 {
   if (--c->npurged == 0)
-    {
-      size_t size = atomic_load_explicit (&c->block_size,
-                                          memory_order_relaxed);
-      c->divmagic = kp_divmagic_fast (size);
-    }
+    c->divmagic = kp_divmagic_fast (atomic_load_explicit
+                                    (&c->cls, memory_order_relaxed));
 }
 
 static inline bool
@@ -241,9 +240,8 @@ kp_chunk_carve (kp_chunk_t *c)
 
 /* What a walk of a list of small chunk C checks each link against:
    C's first block, the length of its data and the divisibility magic
-   of its block size, worked out once a walk (the magic takes a
-   division; C's own divmagic is 0 while pages are given back, or under
-   KAME_POOL_ON_MISUSE=report).  */
+   of its class (not C's own divmagic, which is 0 while pages are given
+   back, or under KAME_POOL_ON_MISUSE=report).  */
 typedef struct kp_link_bounds
 {
   const char *data;
@@ -257,8 +255,7 @@ kp_link_bounds (const kp_chunk_t *c)
   kp_link_bounds_t lb = { kp_chunk_data (c),
                           (uintptr_t) (c->limit - kp_chunk_data (c)), 0 };
   if (KP_HARDEN)
-    lb.magic = kp_divmagic (atomic_load_explicit (&c->block_size,
-                                                  memory_order_relaxed));
+    lb.magic = kp_chunk_divmagic (c);
   return lb;
 }
 

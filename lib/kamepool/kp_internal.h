@@ -804,6 +804,19 @@ kp_clock_ms (void)
   clock_gettime (CLOCK_MONOTONIC_COARSE, &ts);
   return (uint32_t) ts.tv_sec * 1000u + (uint32_t) (ts.tv_nsec / 1000000);
 }
+/* Whether the calling thread makes the tick of a shared decay clock
+   TICK (the time of the last tick) at NOW, with DELAY between ticks:
+   one is due, and this thread's CAS moved TICK on to NOW first
+   (relaxed: any order of ticks is correct).  */
+KP_INLINE bool
+kp_tick_due (_Atomic (uint32_t) *tick, uint32_t now, uint32_t delay)
+{
+  uint32_t last = atomic_load_explicit (tick, memory_order_relaxed);
+  return now - last >= delay
+         && atomic_compare_exchange_strong_explicit (tick, &last, now,
+                                                     memory_order_relaxed,
+                                                     memory_order_relaxed);
+}
 KP_HIDDEN void kp_os_write_stderr (const char *s);
 
 /* ---- Settings (options.c) ---------------------------------------------- */

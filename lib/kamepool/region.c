@@ -421,18 +421,13 @@ kp_units_purge_dirty (void)
   kp_units_purge_where (false, 0);
 }
 
-/* The decay clock of the last tick; a thread that moves it on with its
-   CAS makes the tick (relaxed: any order of ticks is correct).  */
+/* The decay clock of the last tick (kp_tick_due).  */
 static _Atomic (uint32_t) kp_dirty_tick;
 
 void
 kp_units_decay (uint32_t now, uint32_t delay)
 {
-  uint32_t last = atomic_load_explicit (&kp_dirty_tick, memory_order_relaxed);
-  if (now - last < delay
-      || !atomic_compare_exchange_strong_explicit (&kp_dirty_tick, &last, now,
-                                                   memory_order_relaxed,
-                                                   memory_order_relaxed))
+  if (!kp_tick_due (&kp_dirty_tick, now, delay))
     return;
   /* The units free and resident at the last tick and still so now have
      been unused for a whole period.  */

@@ -920,15 +920,12 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
   h->rbatch_cls[cls] |= bit;
 }
 
-/* Free P, whose unit's descriptor is C: into the slot of the thread's
-   batch that holds blocks of C, with plain stores, when there is one.
-   Its blocks keep C claimed and SMALL (they count in its used), and C
-   is not this thread's (a heap publishes its batch before it adopts a
-   chunk), so the slot's copies of C's data address and block size are
-   C's, and P, a block of C's first unit, is another thread's.
-   Otherwise P's chunk decides: the owner's free when it is this
-   thread's (P is then past the chunk's first unit, a block of a class
-   above 8 KiB, which is not batched), else kp_free_remote_slow.  */
+/* Free P, a block of chunk C, which the calling thread, whose heap is
+   H, does not own: into the slot of the thread's batch that holds
+   blocks of C, with plain stores, when there is one.  Its blocks keep
+   C claimed and SMALL (they count in its used), so the slot's copies
+   of C's data address and block size are C's.  Otherwise
+   kp_free_remote_slow.  */
 void
 kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
@@ -960,13 +957,7 @@ kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
         kp_rbatch_flush (h, s);
       return;
     }
-  kp_chunk_t *k = kp_chunk_of (p);
-  if (atomic_load_explicit (&k->owner, memory_order_relaxed) == h)
-    {
-      kp_free_owned (k, p, (uintptr_t) p - (uintptr_t) kp_chunk_data (k));
-      return;
-    }
-  kp_free_remote_slow (p, k, h);
+  kp_free_remote_slow (p, c, h);
 }
 
 /* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost

@@ -951,10 +951,11 @@ KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_unfull (kp_chunk_t *c);
 KP_HIDDEN void kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
-/* Free P, a pool block that is not in the first unit of a chunk this
-   thread owns, nor a dedicated block; C is the descriptor of P's unit,
-   H the calling thread's heap, kp_tc.heap (chunk.c).  In the order
-   kp_free_pool holds them, so that its tail call moves one register.  */
+/* Free P, a block of small chunk C that another thread owns (or no
+   thread, or a pointer into a dedicated chunk that does not start
+   it); H is the calling thread's heap, kp_tc.heap (chunk.c).  In the
+   order kp_free_pool holds them, so that its tail call moves one
+   register.  */
 KP_HIDDEN void kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h);
 /* Publish every batch of remote frees H, the calling thread's live
    heap, holds (chunk.c).  */
@@ -1426,11 +1427,10 @@ kp_free_pool (void *p)
      descriptor alone has the kind DEDICATED (a continuation unit's is
      NONE), and it has no owner.  */
   kp_region_t *r = kp_region_of (p);
-  /* &r->desc[unit of P], with the unit's index already scaled by the
-     descriptor's 256 bytes.  */
-  kp_chunk_t *c = (kp_chunk_t *)
-    ((char *) r->desc + (((uintptr_t) p >> (KP_UNIT_SHIFT - 8))
-                         & ((uintptr_t) (KP_UNITS - 1) << 8)));
+  /* The index of P's unit, scaled by the descriptor's 256 bytes.  */
+  uintptr_t u256 = ((uintptr_t) p >> (KP_UNIT_SHIFT - 8))
+                   & ((uintptr_t) (KP_UNITS - 1) << 8);
+  kp_chunk_t *c = (kp_chunk_t *) ((char *) r->desc + u256);
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
     {
@@ -1444,11 +1444,23 @@ kp_free_pool (void *p)
       kp_cache_free_dedicated_fast (c, p, h);
       return;
     }
-  /* Another thread's block, or a block past the first unit of a chunk
-     of this thread's (of a class above 8 KiB): kp_free_remote looks in
-     the batch with the descriptor of P's unit, which is the chunk's for
-     every batched class, and finds the chunk itself otherwise.  A
-     thread with no heap is never a chunk's owner.  */
+  /* P's unit continues a chunk (of a class above 8 KiB): the owner's
+     free when that chunk is this thread's.  C is P's chunk from here
+     on.  */
+  unsigned back = atomic_load_explicit (&r->back[u256 >> 8],
+                                        memory_order_relaxed);
+  if (back != 0)
+    {
+      c -= back;
+      if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+        {
+          kp_free_owned (c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
+                               + ((uintptr_t) back << KP_UNIT_SHIFT));
+          return;
+        }
+    }
+  /* Another thread's block.  A thread with no heap is never a chunk's
+     owner.  */
   if (kp_unlikely (h == &kp_heap_none))
     kp_free_remote_first (p, c);
   else

@@ -127,6 +127,35 @@ KT_TEST (mid_blocks_freed_by_another_thread_come_back_to_the_owner)
     }
 }
 
+/* The owner's free of a block of 68 KiB past its chunk's first unit
+   (a unit offset that is not a multiple of the class: only the first
+   unit's 4 blocks have one) puts it back on the chunk's list at once:
+   no remote free waits for a collect, and the class's live blocks are
+   what they were.  */
+KT_TEST (an_owners_free_past_a_chunks_first_unit_is_no_remote_free)
+{
+  const size_t size = 68 * KIB;
+  enum { N = 15 };
+  void *p[N];
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t row = kt_pool_class (&s0, 69632);
+  KT_CHECK (row != SIZE_MAX);
+  size_t past = 0;
+  for (int i = 0; i < N; i++)
+    {
+      p[i] = kame_pool_malloc (size);
+      KT_CHECK (p[i] != NULL);
+      if ((uintptr_t) p[i] % UNIT % 69632 != 0)
+        past++;
+    }
+  KT_CHECK (past > 0);
+  for (int i = 0; i < N; i++)
+    kame_pool_free (p[i]);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s1.classes[row].live_blocks, s0.classes[row].live_blocks);
+}
+
 /* realloc over the boundaries of the mid classes: up from the last
    class of the lookup table, up from the biggest class to a dedicated
    chunk, and down again, which stays in place.  */
@@ -209,6 +238,7 @@ KT_TEST (blocks_of_200_kb_use_nine_tenths_of_an_address_space_limit)
 
 KT_MAIN (KT_CASE (each_mid_class_packs_m_blocks_into_one_mib),
          KT_CASE (mid_blocks_freed_by_another_thread_come_back_to_the_owner),
+         KT_CASE (an_owners_free_past_a_chunks_first_unit_is_no_remote_free),
          KT_CASE (realloc_across_the_mid_class_boundaries),
          KT_CASE (blocks_of_68_kib_use_nine_tenths_of_an_address_space_limit),
          KT_CASE (blocks_of_200_kb_use_nine_tenths_of_an_address_space_limit))

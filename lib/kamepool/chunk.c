@@ -23,7 +23,8 @@
                           of its batch (plain): the block never left
                           used, so the chunk is not told.
      kp_chunk_collect     the owner swaps the list out, keeping OWNED
-                          (exchange, acquire: the blocks' next fields).
+                          (exchange, acquire: the blocks' next fields
+                          and each pushed list's header).
      kp_chunk_abandon     the owner clears `owner', then CASes OWNED -> 0
                           (release: its line-0 writes go to the next owner).
                           The CAS fails when frees arrived; it then keeps
@@ -296,6 +297,67 @@ kp_collect_double (kp_block_t *b)
   kp_misuse ("free", "double free of", b);
 }
 
+/* The head block of every list kp_remote_push publishes (a batch, or
+   a lone block) carries, after its link and tag, the list's length and
+   its last block (encoded as a link is), so that kp_chunk_collect
+   splices the lists it takes without walking them.  Blocks of 32 bytes
+   and up have room for it; a chunk of 16-byte blocks is walked.  */
+typedef struct kp_push_head
+{
+  kp_block_t block;
+  uintptr_t count;
+  uintptr_t tail;
+} kp_push_head_t;
+
+static inline bool
+kp_chunk_headed (const kp_chunk_t *c)
+{
+  return atomic_load_explicit (&c->block_size, memory_order_relaxed)
+         >= sizeof (kp_push_head_t);
+}
+
+/* HEAD, with OWNED clear, is what C's remote list held: lists that
+   kp_remote_push published, one after the other.  Their blocks in all
+   from their heads alone, and in *TAIL the last block; 0 when a head
+   fails a check (hardened), and the caller walks the list block by
+   block.  Each list's head and last block must carry the remote tag,
+   their links lead into C or end the whole list, its length must fit
+   in C's used count with the lists before it, and a list of one block
+   ends at its head.  A block inside a list is not looked at: the pop
+   checks it as it checks the owner's own frees (kp_chunk_pop).  */
+static inline uint32_t
+kp_collect_headed (const kp_chunk_t *c, kp_block_t *head, kp_block_t **tail)
+{
+  kp_link_bounds_t lb = kp_link_bounds (c);
+  uint32_t n = 0;
+  for (kp_block_t *b = head;;)
+    {
+      const kp_push_head_t *ph = (const kp_push_head_t *) b;
+      kp_block_t *t = (kp_block_t *) (ph->tail ^ kp_link_key (b));
+      uintptr_t k = ph->count;
+      if (KP_HARDEN)
+        {
+          kp_block_t *second = kp_block_next (b);
+          if (!kp_block_marked_remote (b) || !kp_link_ok (&lb, second)
+              || t == NULL || !kp_link_ok (&lb, t)
+              || !kp_block_marked_remote (t)
+              || k == 0 || k > (uintptr_t) (c->used - n)
+              || (k == 1) != (t == b) || (second == NULL) != (t == b))
+            return 0;
+        }
+      kp_block_t *next = kp_block_next (t);
+      if (!kp_link_ok (&lb, next))
+        return 0;
+      n += (uint32_t) k;
+      if (next == NULL)
+        {
+          *tail = t;
+          return n;
+        }
+      b = next;
+    }
+}
+
 /* HEAD is the list of C's remote frees, and the decay gave pages of C
    back.  A block that starts in such a page was free already (its mark
    went with the page): report the double free and leave the block out.
@@ -339,7 +401,46 @@ kp_collect_purged (kp_chunk_t *c, kp_block_t *head)
   return keep;
 }
 
-/* Move the remotely freed blocks onto the owner's list; their count.  */
+/* HEAD is what C's remote list held: the same as kp_collect_headed,
+   block by block, requiring the remote tag of every block and a link
+   into C.  A block without the tag is a double free, reported, and the
+   list ends before it; a link that leads out of C is reported, and the
+   list ends at its block.  *HEAD becomes NULL when its first block is
+   refused.  */
+static uint32_t
+kp_collect_walk (const kp_chunk_t *c, kp_block_t **head, kp_block_t **tail)
+{
+  kp_link_bounds_t lb = kp_link_bounds (c);
+  uint32_t n = 0;
+  kp_block_t *next;
+  *tail = NULL;
+  for (kp_block_t *b = *head; b != NULL; b = next)
+    {
+      if (kp_unlikely (!kp_block_marked_remote (b)))
+        {
+          kp_collect_double (b);
+          if (*tail != NULL)
+            kp_block_link (*tail, NULL);
+          else
+            *head = NULL;
+          break;
+        }
+      next = kp_block_next (b);
+      if (kp_unlikely (!kp_link_ok (&lb, next)))
+        {
+          kp_list_cut (b);
+          next = NULL;
+        }
+      *tail = b;
+      n++;
+    }
+  return n;
+}
+
+/* Move the remotely freed blocks onto the owner's list; their count.
+   The lists' headers tell the count and the last block, except in a
+   chunk of 16-byte blocks, when pages of the chunk were given back,
+   or when a header fails its checks: then a walk.  */
 uint32_t
 kp_chunk_collect (kp_chunk_t *c)
 {
@@ -351,32 +452,15 @@ kp_chunk_collect (kp_chunk_t *c)
   kp_block_t *head = (kp_block_t *) (tf & ~KP_TF_OWNED);
   if (head == NULL)
     return 0;
+  uint32_t n = 0;
+  kp_block_t *tail = NULL;
   if (KP_HARDEN && kp_unlikely (c->npurged != 0))
     head = kp_collect_purged (c, head);
-  kp_link_bounds_t lb = kp_link_bounds (c);
-  uint32_t n = 0;
-  kp_block_t *tail = NULL, *next;
-  for (kp_block_t *b = head; b != NULL; b = next)
-    {
-      if (kp_unlikely (!kp_block_marked_remote (b)))
-        {
-          kp_collect_double (b);
-          if (tail != NULL)
-            kp_block_link (tail, NULL);
-          else
-            head = NULL;
-          break;
-        }
-      next = kp_block_next (b);
-      if (kp_unlikely (!kp_link_ok (&lb, next)))
-        {
-          kp_list_cut (b);
-          next = NULL;
-        }
-      tail = b;
-      n++;
-    }
-  if (tail == NULL)
+  else if (kp_chunk_headed (c))
+    n = kp_collect_headed (c, head, &tail);
+  if (n == 0)
+    n = kp_collect_walk (c, &head, &tail);
+  if (n == 0)
     return 0;
   kp_block_link (tail, c->free);
   c->free = head;
@@ -770,15 +854,23 @@ kp_abandoned_collect (kp_chunk_t *c)
     }
 }
 
-/* Push the list HEAD .. TAIL of blocks of small chunk C, which the
+/* Push the list HEAD .. TAIL of N blocks of small chunk C, which the
    calling thread does not own, onto C's remote list with one CAS
    (acq_rel) that always sets OWNED; when OWNED was clear (C is
    abandoned), the caller has just taken C over and collects it.  After
    a push that found OWNED set, C is never touched again: its owner may
-   collect the blocks and release it at once.  */
+   collect the blocks and release it at once.  HEAD gets the list's
+   header first (kp_push_head_t), when its blocks have room.  */
 static void
-kp_remote_push (kp_chunk_t *c, kp_block_t *head, kp_block_t *tail)
+kp_remote_push (kp_chunk_t *c, kp_block_t *head, kp_block_t *tail,
+                uint32_t n)
 {
+  if (kp_chunk_headed (c))
+    {
+      kp_push_head_t *ph = (kp_push_head_t *) head;
+      ph->count = n;
+      ph->tail = (uintptr_t) tail ^ kp_link_key (head);
+    }
   uintptr_t old = atomic_load_explicit (&c->xthread_free, memory_order_relaxed);
   do
     kp_block_link (tail, (kp_block_t *) (old & ~KP_TF_OWNED));
@@ -834,9 +926,10 @@ kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s)
 {
   kp_chunk_t *c = s->chunk;
   kp_block_t *head = s->head, *tail = s->tail;
+  uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed);
   kp_rbatch_count_out (h, s);
   kp_rbatch_clear (h, s);
-  kp_remote_push (c, head, tail);
+  kp_remote_push (c, head, tail, n);
 }
 
 void
@@ -897,7 +990,7 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
   if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
     {
       kp_remote_count (h, false, cls, 1);
-      kp_remote_push (c, b, b);
+      kp_remote_push (c, b, b, 1);
       return;
     }
   kp_rbatch_t *s = kp_rbatch_slot (h, c);

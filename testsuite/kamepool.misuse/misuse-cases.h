@@ -387,6 +387,54 @@ KM_TEST (double_free_of_a_64_b_block_its_freer_then_takes_back)
   KM_EXPECT (sc_double_free_taken_back, "free", "double free of");
 }
 
+/* Free the three blocks of ARG into this thread's batch, in order,
+   and keep them there until the main thread has looked.  */
+static void *
+km_batch_three_thread (void *arg)
+{
+  void **b = arg;
+  for (int i = 0; i < 3; i++)
+    kame_pool_free (b[i]);
+  sem_post (&km_batched);
+  while (sem_wait (&km_looked) != 0)
+    ;
+  return NULL;
+}
+
+static void
+sc_double_free_inside_a_batch (void)
+{
+  void *b[3] = { km_block (64, 1), km_block (64, 2), km_block (64, 3) };
+  pthread_t t;
+  if (sem_init (&km_batched, 0, 0) != 0 || sem_init (&km_looked, 0, 0) != 0
+      || pthread_create (&t, NULL, km_batch_three_thread, b) != 0)
+    KM_FAIL ("sem_init or pthread_create failed");
+  while (sem_wait (&km_batched) != 0)
+    ;
+  km_misusing (b[1]);
+  kame_pool_free (b[1]);
+  /* The owner's list hands the block out again (it was freed last).  */
+  void *live[1] = { km_block (64, 4) };
+  sem_post (&km_looked);
+  if (pthread_join (t, NULL) != 0)
+    KM_FAIL ("pthread_join failed");
+  km_no_block_twice (64, N64, live, 1);
+}
+
+/* The first free waits inside another thread's batch, neither its head
+   nor its last block, which are all the collect looks at.  Reported at
+   the owner's free when every free is checked; otherwise the owner's
+   malloc hands the block out again, and its new owner writes it,
+   before the batch comes: the pop that meets it in the batch finds
+   neither tag, and drops the rest of the list.  */
+KM_TEST (double_free_of_a_64_b_block_inside_another_thread_s_batch)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_inside_a_batch, KM_REPORT ? "free" : "malloc",
+             KM_REPORT ? "double free of"
+             : "corrupted free list (a freed block was written to) at");
+}
+
 static void *km_kept, *km_freed;
 
 static void *
@@ -853,6 +901,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_b_block_the_first_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch),
          KM_CASE (double_free_of_a_64_b_block_its_freer_then_takes_back),
+         KM_CASE (double_free_of_a_64_b_block_inside_another_thread_s_batch),
          KM_CASE (double_free_of_a_64_b_block_both_by_another_thread),
          KM_CASE (double_free_of_a_64_b_block_after_its_thread_exited),
          KM_CASE (free_16_bytes_into_a_64_b_block),

@@ -11,10 +11,12 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"             /* KP_HARDEN */
 #include "kame_pool.h"
 #include "kptest.h"
 #include "kptest-pool.h"
@@ -119,6 +121,42 @@ KT_TEST (frees_in_the_batch_of_an_exiting_thread_reach_their_owner)
   KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
   KT_CHECK_EQ (s4.classes[k].chunks, s1.classes[k].chunks);
   pthread_barrier_destroy (&bar);
+}
+
+/* A write into the head of a published batch (the block its thread
+   freed last) past its link and tag, where the push wrote the batch's
+   length and last block: the owner's collect finds the header wrong
+   and walks the batch block by block, which takes all N back, as
+   exactly as the first test does.  Hardened only: a plain build trusts
+   the header.  */
+KT_TEST (a_batch_whose_header_was_written_to_is_collected_whole)
+{
+#if !KP_HARDEN
+  KT_UNSUPPORTED ("built with --disable-hardening");
+#else
+  kame_pool_stats_t s0, s1;
+  size_t k;
+  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
+  freed_bar = looked_bar = &bar;
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, free_all_and_wait, NULL) == 0);
+  pthread_barrier_wait (&bar);
+  pthread_barrier_wait (&bar);
+  void *ret;
+  KT_CHECK (pthread_join (t, &ret) == 0);
+  KT_CHECK (ret == NULL);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
+  char *volatile head = blk[N - 1];
+  memset (head + 16, 0xa5, 16);
+  kame_pool_trim (0);
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s3.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_destroy (&bar);
+#endif
 }
 
 /* Free the N blocks, then allocate N blocks of their class into TAKEN
@@ -389,6 +427,7 @@ KT_TEST (fork_with_a_non_empty_batch_leaves_the_child_consistent)
 }
 
 KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
+         KT_CASE (a_batch_whose_header_was_written_to_is_collected_whole),
          KT_CASE (a_thread_s_malloc_takes_back_the_blocks_in_its_batch),
          KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
          KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent))

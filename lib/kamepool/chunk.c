@@ -317,14 +317,15 @@ kp_chunk_headed (const kp_chunk_t *c)
 }
 
 /* HEAD, with OWNED clear, is what C's remote list held: lists that
-   kp_remote_push published, one after the other.  Their blocks in all
-   from their heads alone, and in *TAIL the last block; 0 when a head
-   fails a check (hardened), and the caller walks the list block by
-   block.  Each list's head and last block must carry the remote tag,
-   their links lead into C or end the whole list, its length must fit
-   in C's used count with the lists before it, and a list of one block
-   ends at its head.  A block inside a list is not looked at: the pop
-   checks it as it checks the owner's own frees (kp_chunk_pop).  */
+   kp_remote_push published, one after the other.  The number of their
+   blocks, read from their heads alone, and in *TAIL the last block of
+   the last list; 0 when a head fails a check (hardened), and the
+   caller walks the whole list block by block.  Each list's head and
+   last block must carry the remote tag, and their links lead into C or
+   end the whole list; its length must fit in C's used count with the
+   lists before it; a list of one block ends at its head.  A block
+   inside a list is not looked at: the pop checks it as it checks the
+   owner's own frees (kp_chunk_pop).  */
 static inline uint32_t
 kp_collect_headed (const kp_chunk_t *c, kp_block_t *head, kp_block_t **tail)
 {

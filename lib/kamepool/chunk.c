@@ -12,7 +12,7 @@
    and alone may touch its line-0 fields (free, used, bump) or release
    it, so a chunk is released exactly once, by the holder of the bit.
 
-     kp_free_remote       into the thread's batch (plain stores); the
+     kp_free_remote       into the thread's batch (plain stores, inline); the
      kp_rbatch_flush      batch, or a lone block, is pushed with one
                           CAS (acq_rel) that always sets OWNED; a
                           pusher that found the bit clear has just taken
@@ -889,17 +889,6 @@ _Static_assert ((KP_RBATCH_SLOTS & (KP_RBATCH_SLOTS - 1)) == 0
                 && KP_RBATCH_SLOTS <= 32,
                 "a power of two, with a bit of rbatch_mask per slot");
 
-/* The slot of H's batch that chunk C uses: a descriptor's address
-   over its 256 bytes is its unit's index, so neighbouring chunks get
-   different slots; the region's number spreads the regions.  */
-static inline kp_rbatch_t *
-kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
-{
-  uintptr_t a = (uintptr_t) c;
-  return &h->rbatch[((a / sizeof *c) ^ (a >> KP_REGION_SHIFT))
-                    & (KP_RBATCH_SLOTS - 1)];
-}
-
 /* The blocks of slot S of H leave it for the chunk's remote list (or
    are dropped): the statistics now count them in H's remote_out.  */
 static inline void
@@ -922,7 +911,7 @@ kp_rbatch_clear (kp_heap_t *h, kp_rbatch_t *s)
    the chunk's used (only the collect lowers it), so the chunk could not
    be released while they waited in the slot.  Out of line: the batch's
    own path saves no registers for it.  */
-static KP_NOINLINE void
+KP_NOINLINE void
 kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s)
 {
   kp_chunk_t *c = s->chunk;
@@ -947,7 +936,7 @@ kp_rbatch_flush_all (kp_heap_t *h)
    batched.  A dedicated chunk's block never comes here: kp_free_pool
    hands it to the cache from its own unit's descriptor, so P is inside
    one.  */
-static KP_NOINLINE void
+KP_NOINLINE void
 kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
   unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
@@ -1012,46 +1001,6 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
   uint32_t bit = 1u << (s - h->rbatch);
   h->rbatch_mask |= bit;
   h->rbatch_cls[cls] |= bit;
-}
-
-/* Free P, a block of chunk C, which the calling thread, whose heap is
-   H, does not own: into the slot of the thread's batch that holds
-   blocks of C, with plain stores, when there is one.  Its blocks keep
-   C claimed and SMALL (they count in its used), so the slot's copies
-   of C's data address and block size are C's.  Otherwise
-   kp_free_remote_slow.  */
-void
-kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
-{
-  kp_rbatch_t *s = kp_rbatch_slot (h, c);
-  /* The sentinel heaps' slots are all empty.  */
-  if (kp_likely (s->chunk == c))
-    {
-      kp_block_t *b = p;
-      uintptr_t off = (uintptr_t) p - (uintptr_t) s->data;
-      if (kp_unlikely (off * s->divmagic >= s->divmagic))
-        {
-          kp_misuse ("free", "invalid pointer (not the start of a block):",
-                     p);
-          return;
-        }
-      if (kp_unlikely (kp_block_marked_free (b)))
-        {
-          kp_misuse ("free", "double free of", p);
-          return;
-        }
-      kp_block_link (b, s->head);
-      kp_block_mark_remote (b);
-      s->head = b;
-      /* The flush counts the slot's blocks in remote_out; till then
-         the statistics count them in the slot.  */
-      uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed) + 1;
-      atomic_store_explicit (&s->count, n, memory_order_relaxed);
-      if (kp_unlikely (n >= s->limit))
-        kp_rbatch_flush (h, s);
-      return;
-    }
-  kp_free_remote_slow (p, c, h);
 }
 
 /* The head B of slot S of H, which kp_rbatch_head_ok refused.  B lost

@@ -953,10 +953,12 @@ KP_HIDDEN void kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head);
 KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
 /* Free P, a block of small chunk C that another thread owns (or no
    thread, or a pointer into a dedicated chunk that does not start
-   it); H is the calling thread's heap, kp_tc.heap (chunk.c).  In the
-   order kp_free_pool holds them, so that its tail call moves one
-   register.  */
-KP_HIDDEN void kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h);
+   it), the long way: its checks, and a new slot of the batch of H,
+   the calling thread's heap, kp_tc.heap (chunk.c; kp_free_remote
+   below is the way in).  */
+KP_HIDDEN void kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* Publish slot S of H, which holds blocks (chunk.c).  */
+KP_HIDDEN void kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s);
 /* Publish every batch of remote frees H, the calling thread's live
    heap, holds (chunk.c).  */
 KP_HIDDEN void kp_rbatch_flush_all (kp_heap_t *h);
@@ -1412,6 +1414,62 @@ kp_cache_free_dedicated_fast (kp_chunk_t *c, void *p, kp_heap_t *h)
   kp_cache_free_dedicated (c, p);
 }
 
+/* The slot of H's batch that chunk C uses: a descriptor's address
+   over its 256 bytes is its unit's index, so neighbouring chunks get
+   different slots; the region's number spreads the regions.  */
+KP_INLINE kp_rbatch_t *
+kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
+{
+  uintptr_t a = (uintptr_t) c;
+  return &h->rbatch[((a / sizeof *c) ^ (a >> KP_REGION_SHIFT))
+                    & (KP_RBATCH_SLOTS - 1)];
+}
+
+/* Free P, a block of chunk C, which the calling thread, whose heap is
+   H, does not own: into the slot of the thread's batch that holds
+   blocks of C, with plain stores, when there is one.  Its blocks keep
+   C claimed and SMALL (they count in its used), so the slot's copies
+   of C's data address and block size are C's.  Otherwise the long
+   way: kp_free_remote_slow, or kp_free_remote_first for a thread that
+   has no heap yet.  Inline in kp_free_pool, ahead of any test for a
+   dedicated chunk or a continuation unit.  */
+KP_INLINE void
+kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
+{
+  kp_rbatch_t *s = kp_rbatch_slot (h, c);
+  /* The sentinel heaps' slots are all empty.  */
+  if (kp_likely (s->chunk == c))
+    {
+      kp_block_t *b = p;
+      uintptr_t off = (uintptr_t) p - (uintptr_t) s->data;
+      if (kp_unlikely (off * s->divmagic >= s->divmagic))
+        {
+          kp_misuse ("free", "invalid pointer (not the start of a block):",
+                     p);
+          return;
+        }
+      if (kp_unlikely (kp_block_marked_free (b)))
+        {
+          kp_misuse ("free", "double free of", p);
+          return;
+        }
+      kp_block_link (b, s->head);
+      kp_block_mark_remote (b);
+      s->head = b;
+      /* The flush counts the slot's blocks in remote_out; till then
+         the statistics count them in the slot.  */
+      uint32_t n = atomic_load_explicit (&s->count, memory_order_relaxed) + 1;
+      atomic_store_explicit (&s->count, n, memory_order_relaxed);
+      if (kp_unlikely (n >= s->limit))
+        kp_rbatch_flush (h, s);
+      return;
+    }
+  if (kp_unlikely (h == &kp_heap_none))
+    kp_free_remote_first (p, c);
+  else
+    kp_free_remote_slow (p, c, h);
+}
+
 /* Free P, a block in a pool region: a plain push when this thread owns
    its chunk, the cache for a dedicated chunk, a remote free otherwise.  */
 KP_INLINE void
@@ -1423,48 +1481,52 @@ kp_free_pool (void *p)
      owner writes its own heap there), which is always so for the
      one-unit chunks of the classes up to 8 KiB.  That saves the load
      of the back-offset from the free path's chain of dependent loads.
-     Likewise a dedicated chunk's block starts its first unit, whose
-     descriptor alone has the kind DEDICATED (a continuation unit's is
-     NONE), and it has no owner.  */
+     Any other owner there is another thread's, and P is in the first
+     unit of that thread's chunk: straight to the batch.  */
   kp_region_t *r = kp_region_of (p);
   /* The index of P's unit, scaled by the descriptor's 256 bytes.  */
   uintptr_t u256 = ((uintptr_t) p >> (KP_UNIT_SHIFT - 8))
                    & ((uintptr_t) (KP_UNITS - 1) << 8);
   kp_chunk_t *c = (kp_chunk_t *) ((char *) r->desc + u256);
   kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (atomic_load_explicit (&c->owner, memory_order_relaxed) == h))
+  kp_heap_t *o = atomic_load_explicit (&c->owner, memory_order_relaxed);
+  if (kp_likely (o == h))
     {
       kp_free_owned (c, p, (uintptr_t) p & (KP_UNIT_SIZE - 1));
       return;
     }
-  if (((uintptr_t) p & (KP_UNIT_SIZE - 1)) == 0
-      && atomic_load_explicit (&c->kind, memory_order_relaxed)
-         == KP_KIND_DEDICATED)
+  if (o == NULL)
     {
-      kp_cache_free_dedicated_fast (c, p, h);
-      return;
-    }
-  /* P's unit continues a chunk (of a class above 8 KiB): the owner's
-     free when that chunk is this thread's.  C is P's chunk from here
-     on.  */
-  unsigned back = atomic_load_explicit (&r->back[u256 >> 8],
-                                        memory_order_relaxed);
-  if (back != 0)
-    {
-      c -= back;
-      if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+      /* A dedicated chunk's block starts its first unit, whose
+         descriptor alone has the kind DEDICATED (a continuation
+         unit's is NONE), and it has no owner.  */
+      if (((uintptr_t) p & (KP_UNIT_SIZE - 1)) == 0
+          && atomic_load_explicit (&c->kind, memory_order_relaxed)
+             == KP_KIND_DEDICATED)
         {
-          kp_free_owned (c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
-                               + ((uintptr_t) back << KP_UNIT_SHIFT));
+          kp_cache_free_dedicated_fast (c, p, h);
           return;
         }
+      /* P's unit continues a chunk (of a class above 8 KiB): the
+         owner's free when that chunk is this thread's.  C is P's chunk
+         from here on.  */
+      unsigned back = atomic_load_explicit (&r->back[u256 >> 8],
+                                            memory_order_relaxed);
+      if (back != 0)
+        {
+          c -= back;
+          if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+            {
+              kp_free_owned (c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
+                                   + ((uintptr_t) back << KP_UNIT_SHIFT));
+              return;
+            }
+        }
     }
-  /* Another thread's block.  A thread with no heap is never a chunk's
-     owner.  */
-  if (kp_unlikely (h == &kp_heap_none))
-    kp_free_remote_first (p, c);
-  else
-    kp_free_remote (p, c, h);
+  /* Another thread's block, or an abandoned chunk's, or a bad
+     pointer.  A thread with no heap is never a chunk's owner, and its
+     batch is empty.  */
+  kp_free_remote (p, c, h);
 }
 
 /* free's fast path: one load of the radix map tells a pool block from

@@ -4,8 +4,11 @@
    threads and blocks freed by other threads, once with the default
    decay and once with KAME_POOL_DECAY_MS=0 (pages given back all the
    time); each must exit 0 with nothing on stderr.  The witness that a
-   report would be seen: python3 freeing a 64 KiB block twice through
-   ctypes gets the report on its stderr (a check of every build).  A program that is not installed
+   report would be seen: python3 freeing a 256 KiB block twice through
+   ctypes gets the report on its stderr.  The block is a dedicated
+   chunk's, whose checks are off the fast paths, so that every build
+   makes them (--disable-hardening leaves a pool block's double free
+   undetected).  A program that is not installed
    makes its test UNSUPPORTED.
    kptest-requires: interpose
 
@@ -159,7 +162,7 @@ KT_TEST (python3_double_free_under_the_pool_is_reported)
     "libc = ctypes.CDLL(None)\n"
     "libc.malloc.restype = ctypes.c_void_p\n"
     "libc.free.argtypes = [ctypes.c_void_p]\n"
-    "p = libc.malloc(65536)\n"
+    "p = libc.malloc(262144)\n"
     "libc.free(p)\n"
     "libc.free(p)\n",
     NULL

@@ -84,6 +84,44 @@ free_all_and_wait (void *arg)
   return NULL;
 }
 
+/* Start a thread that runs free_all_and_wait with BAR for both of its
+   waits, and wait until it has freed the blocks.  */
+static bool
+start_free_all (pthread_t *t)
+{
+  if (pthread_barrier_init (&bar, NULL, 2) != 0)
+    return false;
+  freed_bar = looked_bar = &bar;
+  if (pthread_create (t, NULL, free_all_and_wait, NULL) != 0)
+    return false;
+  pthread_barrier_wait (&bar);
+  return true;
+}
+
+/* Let thread T of start_free_all exit; true if it did without a
+   complaint.  */
+static bool
+join_free_all (pthread_t t)
+{
+  void *ret;
+  pthread_barrier_wait (&bar);
+  return pthread_join (t, &ret) == 0 && ret == NULL;
+}
+
+/* The trim collects what the exited thread published: nothing pending,
+   every block free in the owner's chunk, which the trim released (its
+   only blocks were the N).  S0 and S1 are alloc_all_counted's.  */
+static void
+check_trim_collects_all (const kame_pool_stats_t *s0,
+                         const kame_pool_stats_t *s1, size_t k)
+{
+  kame_pool_trim (0);
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.remote_pending, s0->remote_pending);
+  KT_CHECK_EQ (s.classes[k].live_blocks, s0->classes[k].live_blocks);
+  KT_CHECK_EQ (s.classes[k].chunks, s1->classes[k].chunks);
+}
+
 /* The main thread owns the blocks; another thread frees them all and
    exits: its exit publishes them, and the owner's collect (here the
    trim's) takes them back.  */
@@ -91,35 +129,22 @@ KT_TEST (frees_in_the_batch_of_an_exiting_thread_reach_their_owner)
 {
   kame_pool_stats_t s0, s1;
   size_t k;
-  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
-
-  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
-  freed_bar = looked_bar = &bar;
   pthread_t t;
-  KT_CHECK (pthread_create (&t, NULL, free_all_and_wait, NULL) == 0);
-  pthread_barrier_wait (&bar);
+  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
+  KT_CHECK (start_free_all (&t));
   /* In the other thread's batch: free, pending, not yet the owner's.  */
   kame_pool_stats_t s2 = kt_pool_stats ();
   KT_CHECK_EQ (s2.classes[k].live_blocks, s0.classes[k].live_blocks);
   KT_CHECK_EQ (s2.classes[k].free_blocks - s1.classes[k].free_blocks, N);
   KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
   KT_CHECK_EQ (s2.classes[k].chunks, s1.classes[k].chunks);
-  pthread_barrier_wait (&bar);
-  void *ret;
-  KT_CHECK (pthread_join (t, &ret) == 0);
-  KT_CHECK (ret == NULL);
+  KT_CHECK (join_free_all (t));
 
   /* Published at the exit, on the owner's remote list.  */
   kame_pool_stats_t s3 = kt_pool_stats ();
   KT_CHECK_EQ (s3.classes[k].live_blocks, s0.classes[k].live_blocks);
   KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, N);
-  /* Collected: nothing pending, every block free in the owner's chunk,
-     which the trim released (its only blocks were these).  */
-  kame_pool_trim (0);
-  kame_pool_stats_t s4 = kt_pool_stats ();
-  KT_CHECK_EQ (s4.remote_pending, s0.remote_pending);
-  KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
-  KT_CHECK_EQ (s4.classes[k].chunks, s1.classes[k].chunks);
+  check_trim_collects_all (&s0, &s1, k);
   pthread_barrier_destroy (&bar);
 }
 
@@ -136,25 +161,15 @@ KT_TEST (a_batch_whose_header_was_written_to_is_collected_whole)
 #else
   kame_pool_stats_t s0, s1;
   size_t k;
-  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
-  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
-  freed_bar = looked_bar = &bar;
   pthread_t t;
-  KT_CHECK (pthread_create (&t, NULL, free_all_and_wait, NULL) == 0);
-  pthread_barrier_wait (&bar);
-  pthread_barrier_wait (&bar);
-  void *ret;
-  KT_CHECK (pthread_join (t, &ret) == 0);
-  KT_CHECK (ret == NULL);
+  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
+  KT_CHECK (start_free_all (&t));
+  KT_CHECK (join_free_all (t));
   kame_pool_stats_t s2 = kt_pool_stats ();
   KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
   char *volatile head = blk[N - 1];
   memset (head + 16, 0xa5, 16);
-  kame_pool_trim (0);
-  kame_pool_stats_t s3 = kt_pool_stats ();
-  KT_CHECK_EQ (s3.remote_pending, s0.remote_pending);
-  KT_CHECK_EQ (s3.classes[k].live_blocks, s0.classes[k].live_blocks);
-  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks);
+  check_trim_collects_all (&s0, &s1, k);
   pthread_barrier_destroy (&bar);
 #endif
 }

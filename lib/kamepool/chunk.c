@@ -12,7 +12,8 @@
    and alone may touch its line-0 fields (free, used, bump) or release
    it, so a chunk is released exactly once, by the holder of the bit.
 
-     kp_free_remote       into the thread's batch (plain stores, inline); the
+     kp_free_remote       into the thread's batch (plain stores; inline
+                          in kp_internal.h, kp_free_remote_slow here); the
      kp_rbatch_flush      batch, or a lone block, is pushed with one
                           CAS (acq_rel) that always sets OWNED; a
                           pusher that found the bit clear has just taken

@@ -8,8 +8,8 @@
    ctypes gets the report on its stderr.  The block is a dedicated
    chunk's, whose checks are off the fast paths, so that every build
    makes them (--disable-hardening leaves a pool block's double free
-   undetected).  A program that is not installed
-   makes its test UNSUPPORTED.
+   undetected).  A program that is not installed makes its test
+   UNSUPPORTED.
    kptest-requires: interpose
 
    Copyright (C) 2026 The kamepool authors.

@@ -184,12 +184,35 @@ KM_TEST (double_free_of_a_4_kib_block)
   KM_EXPECT (sc_double_free, "free", "double free of");
 }
 
-/* A class of 1 MiB chunks of 16 blocks.  */
+/* A class of 1 MiB chunks of 16 blocks: the first free puts the block
+   in the thread's spare of the class, where the second finds it (when
+   every free is checked, the first puts it on the chunk's list).  */
 KM_TEST (double_free_of_a_64_kib_block)
 {
   KM_NEEDS_HARDENING;
   km_size = 64 * KIB, km_count = 48;
   KM_EXPECT (sc_double_free, "free", "double free of");
+}
+
+static void
+sc_double_free_second_remote_64k (void)
+{
+  void *keep = km_block (64 * KIB, 7);
+  void *p = km_block (64 * KIB, 8);
+  kame_pool_free (p);
+  km_misusing (p);
+  km_in_thread (km_free_thread, p);
+  km_intact (keep, 64 * KIB, 7);
+  km_no_block_twice (64 * KIB, 48, &keep, 1);
+}
+
+/* The owner's free put the block in its spare of the class (or, when
+   every free is checked, on the chunk's list); another thread's free
+   finds its tag.  */
+KM_TEST (double_free_of_a_64_kib_block_the_second_by_another_thread)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_second_remote_64k, "free", "double free of");
 }
 
 /* A dedicated chunk in the large cache.  */
@@ -892,6 +915,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_that_empties_a_chunk_while_a_block_is_live),
          KM_CASE (double_free_of_a_4_kib_block),
          KM_CASE (double_free_of_a_64_kib_block),
+         KM_CASE (double_free_of_a_64_kib_block_the_second_by_another_thread),
          KM_CASE (double_free_of_a_240_kib_block),
          KM_CASE (double_free_of_a_1_mib_block),
          KM_CASE (double_free_of_an_8_mib_block),

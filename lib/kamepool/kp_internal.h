@@ -364,7 +364,7 @@ typedef struct kp_chunk
     struct
     {
       bool full;                /* on the owner heap's full list */
-      /* A mid class: 1 + its index in the heap's SPARE; else 0.  */
+      /* A mid class: the class, whose spare it keeps; else 0.  */
       uint8_t spare;
     };
     uint16_t flags;
@@ -1415,7 +1415,7 @@ kp_free_spare (kp_heap_t *h, kp_chunk_t *c, kp_block_t *b)
 {
   if (c->spare != 0 && (c->used > 1 || c->active))
     {
-      _Atomic (kp_block_t *) *s = &h->spare[c->spare - 1];
+      _Atomic (kp_block_t *) *s = &h->spare[c->spare - KP_MID_FIRST];
       kp_block_t *x = atomic_load_explicit (s, memory_order_relaxed);
       if (x == NULL)
         {

@@ -213,10 +213,14 @@ KT_TEST (a_freed_mid_block_is_the_next_malloc_of_its_class)
       return (void *) #cond;                                            \
   } while (0)
 
+/* The statistics before the thread starts.  */
+static kame_pool_stats_t spare_s0;
+
 static void *
 spare_thread (void *arg)
 {
-  const kame_pool_stats_t *s0 = arg;
+  (void) arg;
+  const kame_pool_stats_t *s0 = &spare_s0;
   const size_t size = 100 * KIB;
   size_t row = kt_pool_class (s0, 104448);
   size_t chunks0 = s0->classes[row].chunks;
@@ -256,15 +260,13 @@ spare_thread (void *arg)
 
 KT_TEST (a_threads_spare_goes_back_at_trim_and_at_exit)
 {
-  kame_pool_stats_t s0 = kt_pool_stats ();
+  spare_s0 = kt_pool_stats ();
+  const kame_pool_stats_t s0 = spare_s0;
   size_t row = kt_pool_class (&s0, 104448);
   KT_CHECK (row != SIZE_MAX);
-  pthread_t t;
-  void *err;
-  KT_CHECK_EQ (pthread_create (&t, NULL, spare_thread, &s0), 0);
-  KT_CHECK_EQ (pthread_join (t, &err), 0);
-  if (err != NULL)
-    KT_FAILF ("in the thread: %s", (const char *) err);
+  kt_in_a_thread (spare_thread);
+  if (kt_failed)
+    return;
   kame_pool_stats_t s1 = kt_pool_stats ();
   KT_CHECK_EQ (s1.classes[row].chunks, s0.classes[row].chunks);
   size_t row2 = kt_pool_class (&s0, 87040);

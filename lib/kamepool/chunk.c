@@ -72,7 +72,6 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   c->fostered = false;
   c->active = false;
   c->full = false;
-  c->spare = kind == KP_KIND_SMALL && cls >= KP_MID_FIRST ? (uint8_t) cls : 0;
   c->orig_heap = h;
   for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
     c->purged[w] = 0;

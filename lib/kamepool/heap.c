@@ -70,25 +70,6 @@ kp_partial_sweep (kp_heap_t *h, unsigned cls)
     }
 }
 
-/* Put the blocks that H's spares hold back on their chunks' free
-   lists (kp_free_spare): before H's chunks are purged, released or
-   handed on, and at each decay pass, so that a thread that stops
-   allocating does not keep them.  */
-static void
-kp_spare_flush (kp_heap_t *h)
-{
-  for (unsigned i = 0; i < KP_NSPARE; i++)
-    {
-      kp_block_t *b = atomic_load_explicit (&h->spare[i],
-                                            memory_order_relaxed);
-      if (b != NULL)
-        {
-          atomic_store_explicit (&h->spare[i], NULL, memory_order_relaxed);
-          kp_free_push (kp_chunk_of (b), b);
-        }
-    }
-}
-
 /* ---- The decay ---------------------------------------------------------
 
    A chunk that waits on a partial list holds resident pages of free
@@ -140,7 +121,6 @@ static void
 kp_heap_decay_pass (kp_heap_t *h, uint32_t now, uint32_t delay)
 {
   size_t calls = 0, pages = 0;
-  kp_spare_flush (h);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_heap_decay_active (h, cls);
@@ -190,7 +170,6 @@ kp_heap_trim (void)
   if (!kp_heap_live (h))
     return 0;
   kp_rbatch_flush_all (h);
-  kp_spare_flush (h);
   size_t calls = 0, pages = 0;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
@@ -237,7 +216,6 @@ kp_thread_exit (void *arg)
   /* The batch first: publishing it may take chunks over, which the
      loop below then hands on like the others.  */
   kp_rbatch_flush_all (h);
-  kp_spare_flush (h);
   enum kp_release_pages pages
     = kp_setting (&kp_thread_exit_reclaim) ? KP_PAGES_LAZY : KP_PAGES_KEEP;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)

@@ -94,8 +94,6 @@
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 69
-#define KP_MID_FIRST 50                         /* the first class above KP_LUT_MAX */
-#define KP_NSPARE (KP_NCLASS - KP_MID_FIRST)    /* a heap's spares: the mid classes */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
 #define KP_PAGE 4096                            /* metadata page granularity */
@@ -358,17 +356,8 @@ typedef struct kp_chunk
   _Alignas (256) kp_block_t *free; /* owner LIFO free list (encoded links) */
   uint32_t used;                /* blocks handed out, not yet back on free */
   uint16_t npurged;             /* bits set in purged (the decay) */
-  /* The owner's free reads FULL and SPARE with one test of FLAGS.  */
-  union
-  {
-    struct
-    {
-      bool full;                /* on the owner heap's full list */
-      /* A mid class: the class, whose spare it keeps; else 0.  */
-      uint8_t spare;
-    };
-    uint16_t flags;
-  };
+  bool active;                  /* the owner's active chunk of its class */
+  bool full;                    /* on the owner heap's full list */
   /* SMALL: 1 + UINT64_MAX / block size, so that an offset OFF into the
      chunk starts a block exactly when OFF * divmagic < divmagic
      (Lemire's divisibility test: no division on the free path); 0
@@ -381,7 +370,6 @@ typedef struct kp_chunk
   uint32_t idle_since;          /* decay clock when it joined that list */
   bool fostered;                /* taken over by a free, class not in use */
   bool decayed;                 /* purged since it joined a partial list */
-  bool active;                  /* the owner's active chunk of its class */
 
   /* Line 1 (byte 64).  */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
@@ -418,7 +406,7 @@ typedef struct kp_chunk
   _Atomic (uint8_t) units;      /* chunk length in units */
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
-_Static_assert (offsetof (kp_chunk_t, active) < 64
+_Static_assert (offsetof (kp_chunk_t, decayed) < 64
                 && offsetof (kp_chunk_t, owner) == 64
                 && offsetof (kp_chunk_t, purged)
                    + KP_PURGE_WORDS * sizeof (uint64_t) <= 128,
@@ -584,13 +572,6 @@ struct kp_heap
      decay's madvise calls and the pages they gave back.  */
   _Atomic (size_t) remote_out[KP_NCLASS], remote_in[KP_NCLASS];
   _Atomic (size_t) purge_calls, purge_pages;
-  /* The spare of each mid class (kp_free_spare): the block of the
-     class that the owner freed last into a chunk it owns, kept off
-     the chunk's free list for its next malloc of the class, or NULL.
-     Written by the owner only (relaxed stores: plain moves), read by
-     the owner and, relaxed, by kame_pool_get_stats, which counts the
-     blocks free.  */
-  _Atomic (kp_block_t *) spare[KP_NSPARE];
   /* The batch of remote frees (chunk.c): the slots, and a bit per
      slot that holds blocks.  Owner-only.  */
   kp_rbatch_t rbatch[KP_RBATCH_SLOTS];
@@ -1353,27 +1334,14 @@ kp_malloc (size_t n)
   if (kp_likely (n <= KP_LUT_MAX))
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
   if (n <= KP_SMALL_MAX)
-    {
-      /* The spare of the class first (kp_free_spare).  */
-      unsigned cls = kp_mid_class (n);
-      _Atomic (kp_block_t *) *s = &kp_tc.heap->spare[cls - KP_MID_FIRST];
-      kp_block_t *b = atomic_load_explicit (s, memory_order_relaxed);
-      if (b != NULL)
-        {
-          atomic_store_explicit (s, NULL, memory_order_relaxed);
-          kp_block_mark_live (b);
-          return b;
-        }
-      return kp_malloc_class (cls, n);
-    }
+    return kp_malloc_class (kp_mid_class (n), n);
   return n <= KP_DEDICATED_MAX ? kp_malloc_dedicated (n)
                                : kp_malloc_mapping (n);
 }
 
-/* Link B in as the head of the free list of C, a chunk this thread
-   owns, unchecked; C's count is the caller's.  */
+/* Push B on the free list of C, a chunk this thread owns, unchecked.  */
 KP_INLINE void
-kp_free_link (kp_chunk_t *c, kp_block_t *b)
+kp_free_push (kp_chunk_t *c, kp_block_t *b)
 {
   kp_block_link (b, c->free);
   kp_block_mark_free (b);
@@ -1381,13 +1349,6 @@ kp_free_link (kp_chunk_t *c, kp_block_t *b)
      whole list); no instruction.  */
   atomic_signal_fence (memory_order_release);
   c->free = b;
-}
-
-/* Push B on the free list of C, a chunk this thread owns, unchecked.  */
-KP_INLINE void
-kp_free_push (kp_chunk_t *c, kp_block_t *b)
-{
-  kp_free_link (c, b);
   /* A full chunk becomes the active one (kp_chunk_unfull); an empty
      chunk leaves, unless it is the active one: a malloc/free loop must
      not call out on every free.  */
@@ -1395,41 +1356,6 @@ kp_free_push (kp_chunk_t *c, kp_block_t *b)
     kp_chunk_unfull (c);
   else if (kp_unlikely ((--c->used | (uint32_t) c->active) == 0))
     kp_chunk_retire (c);
-}
-
-/* The owner's free of B, a block of C (a chunk of H) whose FLAGS are
-   not 0: C is full, or of a mid class.  A block of a mid class goes
-   to H's spare of the class when that is empty: the next malloc of the
-   class hands it out again with no list and no count to update, and
-   its line is still in this thread's cache (a mid class's chunk holds
-   5 to 30 blocks, so a program that frees one and allocates one
-   would otherwise take each block from another place than it freed
-   it, a page and a cache line apart).  The block stays counted in C's
-   used, so C cannot be released under it; it carries the free tag, so
-   that a free of it from another thread, or through
-   kp_free_owned_check, is a double free.  Not when C would empty
-   without it and is not active: the chunk is released instead.  A
-   second free of the spare itself is reported here.  */
-KP_INLINE void
-kp_free_spare (kp_heap_t *h, kp_chunk_t *c, kp_block_t *b)
-{
-  if (c->spare != 0 && (c->used > 1 || c->active))
-    {
-      _Atomic (kp_block_t *) *s = &h->spare[c->spare - KP_MID_FIRST];
-      kp_block_t *x = atomic_load_explicit (s, memory_order_relaxed);
-      if (x == NULL)
-        {
-          kp_block_mark_free (b);
-          atomic_store_explicit (s, b, memory_order_relaxed);
-          return;
-        }
-      if (kp_unlikely (x == b))
-        {
-          kp_misuse ("free", "double free of", b);
-          return;
-        }
-    }
-  kp_free_push (c, b);
 }
 
 /* Free P, at offset OFF into C, a chunk this thread owns.  Hardened,
@@ -1445,7 +1371,7 @@ kp_free_spare (kp_heap_t *h, kp_chunk_t *c, kp_block_t *b)
    (kp_chunk_collect), or by the count before C is released
    (kp_chunk_release).  */
 KP_INLINE void
-kp_free_owned (kp_heap_t *h, kp_chunk_t *c, void *p, uintptr_t off)
+kp_free_owned (kp_chunk_t *c, void *p, uintptr_t off)
 {
   kp_block_t *b = p;
 #if KP_HARDEN
@@ -1458,14 +1384,7 @@ kp_free_owned (kp_heap_t *h, kp_chunk_t *c, void *p, uintptr_t off)
 #else
   (void) off;
 #endif
-  if (kp_unlikely (c->flags != 0))
-    {
-      kp_free_spare (h, c, b);
-      return;
-    }
-  kp_free_link (c, b);
-  if (kp_unlikely ((--c->used | (uint32_t) c->active) == 0))
-    kp_chunk_retire (c);
+  kp_free_push (c, b);
 }
 
 /* Free P, the block of dedicated chunk C, for the thread whose heap is
@@ -1573,7 +1492,7 @@ kp_free_pool (void *p)
   kp_heap_t *o = atomic_load_explicit (&c->owner, memory_order_relaxed);
   if (kp_likely (o == h))
     {
-      kp_free_owned (h, c, p, (uintptr_t) p & (KP_UNIT_SIZE - 1));
+      kp_free_owned (c, p, (uintptr_t) p & (KP_UNIT_SIZE - 1));
       return;
     }
   if (o == NULL)
@@ -1598,8 +1517,8 @@ kp_free_pool (void *p)
           c -= back;
           if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
             {
-              kp_free_owned (h, c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
-                                      + ((uintptr_t) back << KP_UNIT_SHIFT));
+              kp_free_owned (c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
+                                   + ((uintptr_t) back << KP_UNIT_SHIFT));
               return;
             }
         }

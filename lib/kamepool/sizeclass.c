@@ -81,7 +81,6 @@ kp_sizeclass_check (void)
         cls++;
       KP_CHECK (kp_class_lut[i] == cls);
     }
-  KP_CHECK (kp_class_size[KP_MID_FIRST - 1] == KP_LUT_MAX);
   for (size_t n = KP_LUT_MAX + 1; n <= KP_SMALL_MAX; n++)
     {
       cls = kp_size_class (n);

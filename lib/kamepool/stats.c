@@ -78,32 +78,14 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
   s->small_live_bytes = s->small_resident_bytes = s->remote_pending = 0;
   size_t pend[KP_NCLASS];
   kp_remote_pending (pend);
-  /* One walk over the heaps: the decay's counts, and the threads'
-     spares, free blocks that their chunks count in used
-     (kp_free_spare).  */
-  size_t spares[KP_NCLASS] = { 0 };
-  s->purge_calls = s->purge_pages = 0;
-  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
-    {
-      s->purge_calls += atomic_load_explicit (&h->purge_calls,
-                                              memory_order_relaxed);
-      s->purge_pages += atomic_load_explicit (&h->purge_pages,
-                                              memory_order_relaxed);
-      for (unsigned i = 0; i < KP_NSPARE; i++)
-        if (atomic_load_explicit (&h->spare[i], memory_order_relaxed) != NULL)
-          spares[KP_MID_FIRST + i]++;
-    }
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       size_t pending = pend[cls];
       if (pending > used[cls])
         pending = used[cls];    /* counted while a free was under way */
-      size_t spare = spares[cls];
-      if (spare > used[cls] - pending)
-        spare = used[cls] - pending;
       k[cls].block_size = kp_class_size[cls];
-      k[cls].live_blocks = used[cls] - pending - spare;
-      k[cls].free_blocks += pending + spare;
+      k[cls].live_blocks = used[cls] - pending;
+      k[cls].free_blocks += pending;
       s->remote_pending += pending;
       s->small_live_bytes += k[cls].live_blocks * kp_class_size[cls];
       s->small_resident_bytes += k[cls].resident_bytes;
@@ -114,6 +96,14 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
   s->dirty_bytes = kp_dirty_units () * KP_UNIT_SIZE;
   s->abandoned_chunks = abandoned;
   s->abandoned_bytes = abandoned_bytes;
+  s->purge_calls = s->purge_pages = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      s->purge_calls += atomic_load_explicit (&h->purge_calls,
+                                              memory_order_relaxed);
+      s->purge_pages += atomic_load_explicit (&h->purge_pages,
+                                              memory_order_relaxed);
+    }
   s->nclasses = KP_NCLASS < rows ? KP_NCLASS : rows;
   memset (s->classes, 0, rows * sizeof s->classes[0]);
   memcpy (s->classes, k, s->nclasses * sizeof k[0]);

@@ -156,125 +156,6 @@ KT_TEST (an_owners_free_past_a_chunks_first_unit_is_no_remote_free)
   KT_CHECK_EQ (s1.classes[row].live_blocks, s0.classes[row].live_blocks);
 }
 
-/* The owner's free of a block of 68 KiB in a full chunk that is not
-   the active one keeps it as the thread's spare of the class: it
-   counts as free at once, and the next malloc of the class (any size
-   that the class serves) returns it, where the chunks alone would
-   hand out a block of the active chunk.  The one after that does
-   not.  */
-KT_TEST (a_freed_mid_block_is_the_next_malloc_of_its_class)
-{
-  const size_t size = 68 * KIB;
-  enum { N = 20 };              /* a full chunk of 15 and 5 more */
-  void *p[N];
-  kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t row = kt_pool_class (&s0, 69632);
-  KT_CHECK (row != SIZE_MAX);
-  for (int i = 0; i < N; i++)
-    {
-      p[i] = kame_pool_malloc (size);
-      KT_CHECK (p[i] != NULL);
-    }
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  kame_pool_free (p[0]);
-  kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK_EQ (s2.classes[row].live_blocks, s1.classes[row].live_blocks - 1);
-  KT_CHECK_EQ (s2.classes[row].free_blocks, s1.classes[row].free_blocks + 1);
-  KT_CHECK_EQ (s2.small_live_bytes, s1.small_live_bytes - 69632);
-  void *q = kame_pool_malloc (size - 1000);
-  KT_CHECK (q == p[0]);
-  kame_pool_free (p[1]);
-  kame_pool_free (p[2]);
-  void *r = kame_pool_malloc (size);
-  KT_CHECK (r == p[1]);
-  void *t = kame_pool_malloc (size);
-  KT_CHECK (t != NULL && t != p[1]);
-  kame_pool_free (q);
-  kame_pool_free (r);
-  kame_pool_free (t);
-  for (int i = 3; i < N; i++)
-    kame_pool_free (p[i]);
-  kame_pool_stats_t s3 = kt_pool_stats ();
-  KT_CHECK_EQ (s3.classes[row].live_blocks, s0.classes[row].live_blocks);
-}
-
-/* In a thread of its own: 12 blocks of 100 KiB (class 104448, 10 a
-   chunk) fill chunk A and start chunk B.  The free of B's first block
-   makes it the spare; the frees of A's blocks make A the active chunk
-   (kp_chunk_unfull); the free of B's other block leaves B with the
-   spare alone, so B stays, its block counted free.  kame_pool_trim
-   puts the spare back, and B is released.  Then of two blocks of 85
-   KiB (class 87040) in a new chunk C, the one freed first is the spare
-   when the thread exits: the exit puts it back too, and C is released,
-   not abandoned.  */
-#define SPARE_CHECK(cond)                                               \
-  do {                                                                  \
-    if (!(cond))                                                        \
-      return (void *) #cond;                                            \
-  } while (0)
-
-/* The statistics before the thread starts.  */
-static kame_pool_stats_t spare_s0;
-
-static void *
-spare_thread (void *arg)
-{
-  (void) arg;
-  const kame_pool_stats_t *s0 = &spare_s0;
-  const size_t size = 100 * KIB;
-  size_t row = kt_pool_class (s0, 104448);
-  size_t chunks0 = s0->classes[row].chunks;
-  size_t live0 = s0->classes[row].live_blocks;
-  void *p[12];
-  for (int i = 0; i < 12; i++)
-    {
-      p[i] = kame_pool_malloc (size);
-      SPARE_CHECK (p[i] != NULL);
-    }
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  SPARE_CHECK (s1.classes[row].chunks == chunks0 + 2);
-  for (int i = 10; i >= 0; i--)
-    kame_pool_free (p[i]);
-  kame_pool_free (p[11]);
-  kame_pool_stats_t s2 = kt_pool_stats ();
-  SPARE_CHECK (s2.classes[row].chunks == chunks0 + 2);
-  SPARE_CHECK (s2.classes[row].live_blocks == live0);
-  kame_pool_trim (SIZE_MAX);
-  kame_pool_stats_t s3 = kt_pool_stats ();
-  SPARE_CHECK (s3.classes[row].chunks == chunks0 + 1);
-  /* The trim gave back A's free pages, and every free into it is
-     checked until they are used again: the exit's part is played by
-     a chunk of another class.  */
-  size_t row2 = kt_pool_class (s0, 87040);
-  void *q = kame_pool_malloc (85 * KIB);
-  void *r = kame_pool_malloc (85 * KIB);
-  SPARE_CHECK (q != NULL && r != NULL);
-  kame_pool_free (q);
-  kame_pool_free (r);
-  kame_pool_stats_t s4 = kt_pool_stats ();
-  SPARE_CHECK (s4.classes[row2].chunks == s0->classes[row2].chunks + 1);
-  SPARE_CHECK (s4.classes[row2].live_blocks
-               == s0->classes[row2].live_blocks);
-  return NULL;
-}
-
-KT_TEST (a_threads_spare_goes_back_at_trim_and_at_exit)
-{
-  spare_s0 = kt_pool_stats ();
-  const kame_pool_stats_t s0 = spare_s0;
-  size_t row = kt_pool_class (&s0, 104448);
-  KT_CHECK (row != SIZE_MAX);
-  kt_in_a_thread (spare_thread);
-  if (kt_failed)
-    return;
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  KT_CHECK_EQ (s1.classes[row].chunks, s0.classes[row].chunks);
-  size_t row2 = kt_pool_class (&s0, 87040);
-  KT_CHECK_EQ (s1.classes[row2].chunks, s0.classes[row2].chunks);
-  KT_CHECK_EQ (s1.classes[row2].live_blocks, s0.classes[row2].live_blocks);
-  KT_CHECK_EQ (s1.abandoned_chunks, s0.abandoned_chunks);
-}
-
 /* realloc over the boundaries of the mid classes: up from the last
    class of the lookup table, up from the biggest class to a dedicated
    chunk, and down again, which stays in place.  */
@@ -358,8 +239,6 @@ KT_TEST (blocks_of_200_kb_use_nine_tenths_of_an_address_space_limit)
 KT_MAIN (KT_CASE (each_mid_class_packs_m_blocks_into_one_mib),
          KT_CASE (mid_blocks_freed_by_another_thread_come_back_to_the_owner),
          KT_CASE (an_owners_free_past_a_chunks_first_unit_is_no_remote_free),
-         KT_CASE (a_freed_mid_block_is_the_next_malloc_of_its_class),
-         KT_CASE (a_threads_spare_goes_back_at_trim_and_at_exit),
          KT_CASE (realloc_across_the_mid_class_boundaries),
          KT_CASE (blocks_of_68_kib_use_nine_tenths_of_an_address_space_limit),
          KT_CASE (blocks_of_200_kb_use_nine_tenths_of_an_address_space_limit))

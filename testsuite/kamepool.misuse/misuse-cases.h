@@ -184,9 +184,7 @@ KM_TEST (double_free_of_a_4_kib_block)
   KM_EXPECT (sc_double_free, "free", "double free of");
 }
 
-/* A class of 1 MiB chunks of 16 blocks: the first free puts the block
-   in the thread's spare of the class, where the second finds it (when
-   every free is checked, the first puts it on the chunk's list).  */
+/* A class of 1 MiB chunks of 16 blocks.  */
 KM_TEST (double_free_of_a_64_kib_block)
 {
   KM_NEEDS_HARDENING;
@@ -206,9 +204,8 @@ sc_double_free_second_remote_64k (void)
   km_no_block_twice (64 * KIB, 48, &keep, 1);
 }
 
-/* The owner's free put the block in its spare of the class (or, when
-   every free is checked, on the chunk's list); another thread's free
-   finds its tag.  */
+/* The owner's free put the block on its chunk's list; another
+   thread's free finds its tag.  */
 KM_TEST (double_free_of_a_64_kib_block_the_second_by_another_thread)
 {
   KM_NEEDS_HARDENING;

@@ -984,6 +984,11 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
       kp_remote_push (c, b, b, 1);
       return;
     }
+  /* A thread with an active chunk of the class allocates blocks of it
+     and takes these back: a bound at or below what it frees between
+     two of its mallocs would hand them to their owner every time.  */
+  if (kp_tc.active[cls] != &kp_empty_chunk)
+    limit = kp_class_rbatch_reuse[cls];
   kp_rbatch_t *s = kp_rbatch_slot (h, c);
   if (s->chunk != NULL)
     kp_rbatch_flush (h, s);

@@ -463,18 +463,37 @@ typedef struct kp_region
    thread's own malloc takes them back first (kp_rbatch_take).  A slot
    holds at most KP_RBATCH_BLOCKS blocks and KP_RBATCH_BYTES bytes of
    blocks (a class whose blocks are larger than half of that is not
-   batched), so a thread holds at most KP_RBATCH_SLOTS *
-   KP_RBATCH_BYTES bytes of blocks it freed and their owners cannot
-   reuse yet.  */
+   batched).  A thread that allocates blocks of the class itself (it
+   has an active chunk of the class) takes them back, and its slots of
+   the class hold up to KP_RBATCH_REUSE_BLOCKS blocks and
+   KP_RBATCH_REUSE_BYTES bytes (kp_class_rbatch_reuse): a bound at or
+   below the number of blocks it frees between two mallocs of the
+   class would send them back to their owner every time.  So a thread
+   holds at most KP_RBATCH_SLOTS * KP_RBATCH_REUSE_BYTES bytes of
+   blocks it freed and their owners cannot reuse yet, and at most
+   KP_RBATCH_SLOTS * KP_RBATCH_BYTES while it takes none back.  */
 #define KP_RBATCH_SLOTS 32
 #define KP_RBATCH_BLOCKS 64
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
+#define KP_RBATCH_REUSE_BLOCKS 128
+#define KP_RBATCH_REUSE_BYTES ((size_t) 64 * 1024)
 /* The bound of a slot for blocks of S bytes, in blocks: 0 when their
-   class is not batched (kp_class_rbatch_limit).  */
+   class is not batched (kp_class_rbatch_limit); and the bound once
+   the thread takes blocks of the class back (kp_class_rbatch_reuse).
+   Both fit the tables' 8 bits.  */
 #define KP_RBATCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KP_RBATCH_LIMIT(s)                                              \
   (KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) >= 2         \
    ? KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) : 0)
+#define KP_RBATCH_REUSE(s)                                              \
+  (KP_RBATCH_LIMIT (s) != 0                                             \
+   ? KP_RBATCH_MIN (KP_RBATCH_REUSE_BYTES / (s), KP_RBATCH_REUSE_BLOCKS) \
+   : 0)
+_Static_assert (KP_RBATCH_REUSE_BLOCKS <= 255 && KP_RBATCH_BLOCKS <= 255,
+                "the bounds are kept in 8 bits");
+_Static_assert (KP_RBATCH_REUSE_BYTES >= KP_RBATCH_BYTES
+                && KP_RBATCH_REUSE_BLOCKS >= KP_RBATCH_BLOCKS,
+                "the bound of a class the thread reuses is the larger");
 
 /* One slot.  Only the heap's thread writes its fields; the statistics
    read COUNT and CLS (kp_remote_pending), relaxed; the others are
@@ -736,6 +755,7 @@ extern const uint32_t kp_class_size[KP_NCLASS] KP_HIDDEN;
 extern const uint8_t kp_class_units[KP_NCLASS] KP_HIDDEN;
 extern const uint64_t kp_class_divmagic[KP_NCLASS] KP_HIDDEN;
 extern const uint8_t kp_class_rbatch_limit[KP_NCLASS] KP_HIDDEN;
+extern const uint8_t kp_class_rbatch_reuse[KP_NCLASS] KP_HIDDEN;
 KP_HIDDEN void kp_sizeclass_check (void);
 KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
 

@@ -48,6 +48,10 @@ const uint64_t kp_class_divmagic[KP_NCLASS] = { KP_CLASS_SIZES (KP_MAGIC) };
    holds: 0 when the class is not batched (KP_RBATCH_LIMIT).  */
 #define KP_LIMIT(s) KP_RBATCH_LIMIT (s),
 const uint8_t kp_class_rbatch_limit[KP_NCLASS] = { KP_CLASS_SIZES (KP_LIMIT) };
+/* The same for a thread that allocates blocks of the class too
+   (KP_RBATCH_REUSE).  */
+#define KP_REUSE(s) KP_RBATCH_REUSE (s),
+const uint8_t kp_class_rbatch_reuse[KP_NCLASS] = { KP_CLASS_SIZES (KP_REUSE) };
 
 /* Units per chunk: at least 32 blocks per chunk up to 32 KiB, at most
    4 units (the decay's page bitmap covers 4).  */

@@ -441,8 +441,92 @@ KT_TEST (fork_with_a_non_empty_batch_leaves_the_child_consistent)
   pthread_barrier_destroy (&bar);
 }
 
+/* The bound of a slot.  A class no other test uses, whose slots hold
+   46 blocks (16 KiB) in a thread that only frees, and 128 in a thread
+   that allocates blocks of the class too (the 64 KiB would be 186).  */
+#define BOUND_SIZE ((size_t) 352)
+#define BOUND_N 130
+
+static void *bound_blk[BOUND_N];
+
+/* Free the BOUND_N blocks of the main thread, after allocating a block
+   of their class first when ARG is not NULL; wait at BAR for the main
+   thread to look.  */
+static void *
+free_into_one_slot (void *arg)
+{
+  void *own = NULL;
+  if (arg != NULL && (own = kame_pool_malloc (BOUND_SIZE)) == NULL)
+    return "malloc failed";
+  for (size_t i = 0; i < BOUND_N; i++)
+    kame_pool_free (bound_blk[i]);
+  pthread_barrier_wait (&bar);          /* freed */
+  pthread_barrier_wait (&bar);          /* looked */
+  kame_pool_free (own);
+  return NULL;
+}
+
+/* The main thread allocates BOUND_N blocks of one chunk; another
+   thread, which allocates blocks of the class itself when ALLOCATES,
+   frees them all into one slot of its batch.  Every time the slot
+   reaches its bound it is published, and the owner's trim collects
+   what was: what stays pending is what the slot still holds, HELD.  */
+static void
+check_slot_bound (bool allocates, size_t held)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, BOUND_SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  /* All in one chunk of one 256 KiB unit: one slot takes them all.  */
+  for (size_t i = 0; i < BOUND_N; i++)
+    {
+      KT_CHECK ((bound_blk[i] = kame_pool_malloc (BOUND_SIZE)) != NULL);
+      KT_CHECK_EQ ((uintptr_t) bound_blk[i] >> 18,
+                   (uintptr_t) bound_blk[0] >> 18);
+    }
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, free_into_one_slot,
+                            allocates ? "allocates" : NULL) == 0);
+  pthread_barrier_wait (&bar);          /* freed */
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, BOUND_N);
+  kame_pool_trim (0);
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, held);
+  KT_CHECK_EQ (s3.classes[k].live_blocks - s0.classes[k].live_blocks,
+               (allocates ? 1 : 0));
+  pthread_barrier_wait (&bar);          /* looked */
+  void *ret;
+  KT_CHECK (pthread_join (t, &ret) == 0);
+  KT_CHECK (ret == NULL);
+  /* The exit published the rest; the other thread's chunk went with
+     it, the main thread's stays as its active chunk of the class.  */
+  kame_pool_trim (0);
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.remote_pending, s0.remote_pending);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s4.classes[k].chunks, s1.classes[k].chunks);
+  pthread_barrier_destroy (&bar);
+}
+
+/* 130 = 2 x 46 + 38.  */
+KT_TEST (a_slot_of_a_thread_that_only_frees_holds_16_kib)
+{
+  check_slot_bound (false, BOUND_N - 2 * (16384 / BOUND_SIZE));
+}
+
+/* 130 = 128 + 2.  */
+KT_TEST (a_slot_of_a_thread_that_allocates_the_class_holds_128_blocks)
+{
+  check_slot_bound (true, BOUND_N - 128);
+}
+
 KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
          KT_CASE (a_batch_whose_header_was_written_to_is_collected_whole),
          KT_CASE (a_thread_s_malloc_takes_back_the_blocks_in_its_batch),
          KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
-         KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent))
+         KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent),
+         KT_CASE (a_slot_of_a_thread_that_only_frees_holds_16_kib),
+         KT_CASE (a_slot_of_a_thread_that_allocates_the_class_holds_128_blocks))

@@ -365,21 +365,25 @@ kp_malloc_refill_bad (kp_heap_t *h, unsigned i, unsigned cls, size_t n)
   return p != NULL ? p : kp_malloc_refill_chunk (cls, n);
 }
 
-/* malloc's slow path for N in the small classes: the
-   thread has no heap yet, or the active chunk of the class has no
-   block on its list.  (kp_malloc sends larger N to the cache's short
-   paths, which go to kp_malloc_large themselves.)  Blocks of other
-   threads that this thread freed and has not published go first:
-   nobody else could use them before the flush, and their lines are
-   in this thread's cache.  The sentinel heaps' batches are empty.  */
+/* malloc's slow path for N in the small classes: the thread has no
+   heap yet, or the active chunk of the class has no block on its list
+   (every caller has just seen it empty).  (kp_malloc sends larger N to
+   the cache's short paths, which go to kp_malloc_large themselves.)
+   Blocks of other threads that this thread freed and has not published
+   go first: nobody else could use them before the flush, and their
+   lines are in this thread's cache.  The sentinel heaps' batches are
+   empty.  The class is worked out again here: passed from the fast
+   path, it cost that path an instruction, the move of the argument,
+   which the compiler hoists above the list's test.  */
 void *
 kp_malloc_refill (size_t n)
 {
   KP_ASSERT (n <= KP_SMALL_MAX);
   unsigned cls = kp_size_class (n);
+  KP_ASSERT (kp_tc.active[cls]->free == NULL);
   kp_heap_t *h = kp_tc.heap;
   uint32_t m = h->rbatch_cls[cls];
-  if (m != 0 && kp_tc.active[cls]->free == NULL)
+  if (m != 0)
     {
       unsigned i = (unsigned) __builtin_ctz (m);
       h->rbatch_taking = true;
@@ -410,19 +414,21 @@ kp_malloc_refill (size_t n)
 void *
 kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b)
 {
+  unsigned cls = kp_chunk_cls (c);
+  KP_ASSERT (c == kp_tc.active[cls]);
   if (b->tag == 0 && b->link != 0)
     {
       kp_misuse ("free", "double free of", b);
       /* The second free counted B back; it is still handed out.  */
       c->used++;
       c->free = NULL;
-      return kp_malloc_refill (kp_class_size[kp_chunk_cls (c)]);
+      return kp_malloc_refill (kp_class_size[cls]);
     }
   kp_misuse ("malloc", "corrupted free list (a freed block was written "
              "to) at", b);
   c->free = NULL;
   if (!kp_block_marked_free (b))
-    return kp_malloc_refill (kp_class_size[kp_chunk_cls (c)]);
+    return kp_malloc_refill (kp_class_size[cls]);
   c->used++;
   kp_block_mark_live (b);
   return b;

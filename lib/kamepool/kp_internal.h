@@ -471,16 +471,17 @@ typedef struct kp_region
    class would send them back to their owner every time.  So a thread
    holds at most KP_RBATCH_SLOTS * KP_RBATCH_REUSE_BYTES bytes of
    blocks it freed and their owners cannot reuse yet, and at most
-   KP_RBATCH_SLOTS * KP_RBATCH_BYTES while it takes none back.  */
+   KP_RBATCH_SLOTS * KP_RBATCH_BYTES in the classes it does not
+   allocate.  */
 #define KP_RBATCH_SLOTS 32
 #define KP_RBATCH_BLOCKS 64
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
 #define KP_RBATCH_REUSE_BLOCKS 128
 #define KP_RBATCH_REUSE_BYTES ((size_t) 64 * 1024)
 /* The bound of a slot for blocks of S bytes, in blocks: 0 when their
-   class is not batched (kp_class_rbatch_limit); and the bound once
-   the thread takes blocks of the class back (kp_class_rbatch_reuse).
-   Both fit the tables' 8 bits.  */
+   class is not batched (kp_class_rbatch_limit); and the bound for a
+   thread that allocates blocks of the class too
+   (kp_class_rbatch_reuse).  Both fit the tables' 8 bits.  */
 #define KP_RBATCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KP_RBATCH_LIMIT(s)                                              \
   (KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) >= 2         \

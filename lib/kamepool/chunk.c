@@ -836,8 +836,7 @@ kp_abandoned_collect (kp_chunk_t *c)
       unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
       if (kp_heap_live (h))
         {
-          bool uses = c->orig_heap == h
-                      || kp_tc.active[cls] != &kp_empty_chunk;
+          bool uses = c->orig_heap == h || kp_thread_uses_class (cls);
           if (uses || h->fostered < KP_FOSTER_MAX)
             {
               atomic_store_explicit (&c->owner, h, memory_order_relaxed);
@@ -977,18 +976,16 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
       return;
     }
   kp_block_mark_remote (b);
-  uint32_t limit = kp_class_rbatch_limit[cls];
+  /* A thread that allocates blocks of the class takes these back: a
+     bound at or below what it frees between two of its mallocs would
+     hand them to their owner every time.  */
+  uint32_t limit = kp_class_rbatch_limit[kp_thread_uses_class (cls)][cls];
   if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
     {
       kp_remote_count (h, false, cls, 1);
       kp_remote_push (c, b, b, 1);
       return;
     }
-  /* A thread with an active chunk of the class allocates blocks of it
-     and takes these back: a bound at or below what it frees between
-     two of its mallocs would hand them to their owner every time.  */
-  if (kp_tc.active[cls] != &kp_empty_chunk)
-    limit = kp_class_rbatch_reuse[cls];
   kp_rbatch_t *s = kp_rbatch_slot (h, c);
   if (s->chunk != NULL)
     kp_rbatch_flush (h, s);

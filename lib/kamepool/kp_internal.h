@@ -466,7 +466,8 @@ typedef struct kp_region
    batched).  A thread that allocates blocks of the class itself (it
    has an active chunk of the class) takes them back, and its slots of
    the class hold up to KP_RBATCH_REUSE_BLOCKS blocks and
-   KP_RBATCH_REUSE_BYTES bytes (kp_class_rbatch_reuse): a bound at or
+   KP_RBATCH_REUSE_BYTES bytes (row 1 of kp_class_rbatch_limit): a
+   bound at or
    below the number of blocks it frees between two mallocs of the
    class would send them back to their owner every time.  So a thread
    holds at most KP_RBATCH_SLOTS * KP_RBATCH_REUSE_BYTES bytes of
@@ -479,9 +480,9 @@ typedef struct kp_region
 #define KP_RBATCH_REUSE_BLOCKS 128
 #define KP_RBATCH_REUSE_BYTES ((size_t) 64 * 1024)
 /* The bound of a slot for blocks of S bytes, in blocks: 0 when their
-   class is not batched (kp_class_rbatch_limit); and the bound for a
-   thread that allocates blocks of the class too
-   (kp_class_rbatch_reuse).  Both fit the tables' 8 bits.  */
+   class is not batched; and the bound for a thread that allocates
+   blocks of the class too, 0 for the same classes.  Rows 0 and 1 of
+   kp_class_rbatch_limit; both fit its 8 bits.  */
 #define KP_RBATCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KP_RBATCH_LIMIT(s)                                              \
   (KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) >= 2         \
@@ -635,6 +636,15 @@ kp_heap_live (const kp_heap_t *h)
   return h != &kp_heap_none && h != &kp_heap_dead;
 }
 
+/* The calling thread allocates blocks of class CLS: it has an active
+   chunk of the class (a thread with no heap, or past its exit, has
+   none).  */
+KP_INLINE bool
+kp_thread_uses_class (unsigned cls)
+{
+  return kp_tc.active[cls] != &kp_empty_chunk;
+}
+
 /* ---- A heap's lists of chunks (inline: the chunk layer moves chunks
    between them, the heap layer takes chunks from them).  Only the
    heap's thread reads or writes them.  */
@@ -755,8 +765,9 @@ extern const uint8_t kp_mid_lut[KP_MID_LUT_SIZE] KP_HIDDEN;
 extern const uint32_t kp_class_size[KP_NCLASS] KP_HIDDEN;
 extern const uint8_t kp_class_units[KP_NCLASS] KP_HIDDEN;
 extern const uint64_t kp_class_divmagic[KP_NCLASS] KP_HIDDEN;
-extern const uint8_t kp_class_rbatch_limit[KP_NCLASS] KP_HIDDEN;
-extern const uint8_t kp_class_rbatch_reuse[KP_NCLASS] KP_HIDDEN;
+/* [kp_thread_uses_class (cls)][cls]: KP_RBATCH_LIMIT and
+   KP_RBATCH_REUSE of the class's size.  */
+extern const uint8_t kp_class_rbatch_limit[2][KP_NCLASS] KP_HIDDEN;
 KP_HIDDEN void kp_sizeclass_check (void);
 KP_HIDDEN int kp_class_for_aligned (size_t n, size_t align);
 

@@ -45,13 +45,14 @@ const uint32_t kp_class_size[KP_NCLASS] = { KP_CLASS_SIZES (KP_SIZE) };
 const uint64_t kp_class_divmagic[KP_NCLASS] = { KP_CLASS_SIZES (KP_MAGIC) };
 
 /* How many blocks of the class a slot of the batch of remote frees
-   holds: 0 when the class is not batched (KP_RBATCH_LIMIT).  */
-#define KP_LIMIT(s) KP_RBATCH_LIMIT (s),
-const uint8_t kp_class_rbatch_limit[KP_NCLASS] = { KP_CLASS_SIZES (KP_LIMIT) };
-/* The same for a thread that allocates blocks of the class too
+   holds: 0 when the class is not batched (KP_RBATCH_LIMIT); in row 1,
+   for a thread that allocates blocks of the class too
    (KP_RBATCH_REUSE).  */
+#define KP_LIMIT(s) KP_RBATCH_LIMIT (s),
 #define KP_REUSE(s) KP_RBATCH_REUSE (s),
-const uint8_t kp_class_rbatch_reuse[KP_NCLASS] = { KP_CLASS_SIZES (KP_REUSE) };
+const uint8_t kp_class_rbatch_limit[2][KP_NCLASS] = {
+  { KP_CLASS_SIZES (KP_LIMIT) }, { KP_CLASS_SIZES (KP_REUSE) }
+};
 
 /* Units per chunk: at least 32 blocks per chunk up to 32 KiB, at most
    4 units (the decay's page bitmap covers 4).  */

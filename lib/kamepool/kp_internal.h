@@ -465,19 +465,16 @@ typedef struct kp_region
    blocks (a class whose blocks are larger than half of that is not
    batched).  A thread that allocates blocks of the class itself (it
    has an active chunk of the class) takes them back, and its slots of
-   the class hold up to KP_RBATCH_REUSE_BLOCKS blocks and
-   KP_RBATCH_REUSE_BYTES bytes (row 1 of kp_class_rbatch_limit): a
-   bound at or
-   below the number of blocks it frees between two mallocs of the
-   class would send them back to their owner every time.  So a thread
-   holds at most KP_RBATCH_SLOTS * KP_RBATCH_REUSE_BYTES bytes of
-   blocks it freed and their owners cannot reuse yet, and at most
-   KP_RBATCH_SLOTS * KP_RBATCH_BYTES in the classes it does not
-   allocate.  */
+   the class hold up to KP_RBATCH_REUSE_BYTES bytes (row 1 of
+   kp_class_rbatch_limit): a bound at or below the number of blocks it
+   frees between two mallocs of the class would send them back to
+   their owner every time.  So a thread holds at most KP_RBATCH_SLOTS
+   * KP_RBATCH_REUSE_BYTES bytes of blocks it freed and their owners
+   cannot reuse yet, and at most KP_RBATCH_SLOTS * KP_RBATCH_BYTES in
+   the classes it does not allocate.  */
 #define KP_RBATCH_SLOTS 32
-#define KP_RBATCH_BLOCKS 64
+#define KP_RBATCH_BLOCKS 128
 #define KP_RBATCH_BYTES ((size_t) 16 * 1024)
-#define KP_RBATCH_REUSE_BLOCKS 128
 #define KP_RBATCH_REUSE_BYTES ((size_t) 64 * 1024)
 /* The bound of a slot for blocks of S bytes, in blocks: 0 when their
    class is not batched; and the bound for a thread that allocates
@@ -489,12 +486,9 @@ typedef struct kp_region
    ? KP_RBATCH_MIN (KP_RBATCH_BYTES / (s), KP_RBATCH_BLOCKS) : 0)
 #define KP_RBATCH_REUSE(s)                                              \
   (KP_RBATCH_LIMIT (s) != 0                                             \
-   ? KP_RBATCH_MIN (KP_RBATCH_REUSE_BYTES / (s), KP_RBATCH_REUSE_BLOCKS) \
-   : 0)
-_Static_assert (KP_RBATCH_REUSE_BLOCKS <= 255 && KP_RBATCH_BLOCKS <= 255,
-                "the bounds are kept in 8 bits");
-_Static_assert (KP_RBATCH_REUSE_BYTES >= KP_RBATCH_BYTES
-                && KP_RBATCH_REUSE_BLOCKS >= KP_RBATCH_BLOCKS,
+   ? KP_RBATCH_MIN (KP_RBATCH_REUSE_BYTES / (s), KP_RBATCH_BLOCKS) : 0)
+_Static_assert (KP_RBATCH_BLOCKS <= 255, "the bounds are kept in 8 bits");
+_Static_assert (KP_RBATCH_REUSE_BYTES >= KP_RBATCH_BYTES,
                 "the bound of a class the thread reuses is the larger");
 
 /* One slot.  Only the heap's thread writes its fields; the statistics

@@ -22,7 +22,7 @@
 #include "kptest-pool.h"
 
 /* A class no other allocation of these tests uses, whose batch bound
-   (16 KiB of blocks, at most 64) is 44 blocks: N blocks fit in one
+   (16 KiB of blocks, at most 128) is 44 blocks: N blocks fit in one
    batch, and in one chunk.  */
 #define SIZE ((size_t) 368)
 #define N 40
@@ -441,24 +441,27 @@ KT_TEST (fork_with_a_non_empty_batch_leaves_the_child_consistent)
   pthread_barrier_destroy (&bar);
 }
 
-/* The bound of a slot.  A class no other test uses, whose slots hold
-   46 blocks (16 KiB) in a thread that only frees, and 128 in a thread
-   that allocates blocks of the class too (the 64 KiB would be 186).  */
-#define BOUND_SIZE ((size_t) 352)
-#define BOUND_N 130
+/* The bound of a slot, for blocks of BOUND_SIZE bytes freed BOUND_N at
+   a time (set by each test).  Two classes no other test uses: 352
+   bytes, whose slots hold 46 blocks (16 KiB) in a thread that only
+   frees, and 128 in a thread that allocates blocks of the class too
+   (the 64 KiB would be 186); and 112 bytes, whose slots hold 128
+   blocks either way (16 KiB would be 146).  */
+#define BOUND_MAX 200
 
-static void *bound_blk[BOUND_N];
+static size_t bound_size, bound_n;
+static void *bound_blk[BOUND_MAX];
 
-/* Free the BOUND_N blocks of the main thread, after allocating a block
+/* Free the bound_n blocks of the main thread, after allocating a block
    of their class first when ARG is not NULL; wait at BAR for the main
    thread to look.  */
 static void *
 free_into_one_slot (void *arg)
 {
   void *own = NULL;
-  if (arg != NULL && (own = kame_pool_malloc (BOUND_SIZE)) == NULL)
+  if (arg != NULL && (own = kame_pool_malloc (bound_size)) == NULL)
     return "malloc failed";
-  for (size_t i = 0; i < BOUND_N; i++)
+  for (size_t i = 0; i < bound_n; i++)
     kame_pool_free (bound_blk[i]);
   pthread_barrier_wait (&bar);          /* freed */
   pthread_barrier_wait (&bar);          /* looked */
@@ -466,21 +469,25 @@ free_into_one_slot (void *arg)
   return NULL;
 }
 
-/* The main thread allocates BOUND_N blocks of one chunk; another
-   thread, which allocates blocks of the class itself when ALLOCATES,
-   frees them all into one slot of its batch.  Every time the slot
-   reaches its bound it is published, and the owner's trim collects
-   what was: what stays pending is what the slot still holds, HELD.  */
+/* The main thread allocates N blocks of SIZE bytes, all in one chunk;
+   another thread, which allocates blocks of the class itself when
+   ALLOCATES, frees them all into one slot of its batch.  Every time
+   the slot reaches its bound it is published, and the owner's trim
+   collects what was: what stays pending is what the slot still holds,
+   HELD.  */
 static void
-check_slot_bound (bool allocates, size_t held)
+check_slot_bound (size_t size, size_t n, bool allocates, size_t held)
 {
+  KT_CHECK (n <= BOUND_MAX);
+  bound_size = size;
+  bound_n = n;
   kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = kt_pool_class (&s0, BOUND_SIZE);
+  size_t k = kt_pool_class (&s0, size);
   KT_CHECK (k != SIZE_MAX);
   /* All in one chunk of one 256 KiB unit: one slot takes them all.  */
-  for (size_t i = 0; i < BOUND_N; i++)
+  for (size_t i = 0; i < n; i++)
     {
-      KT_CHECK ((bound_blk[i] = kame_pool_malloc (BOUND_SIZE)) != NULL);
+      KT_CHECK ((bound_blk[i] = kame_pool_malloc (size)) != NULL);
       KT_CHECK_EQ ((uintptr_t) bound_blk[i] >> 18,
                    (uintptr_t) bound_blk[0] >> 18);
     }
@@ -491,7 +498,7 @@ check_slot_bound (bool allocates, size_t held)
                             allocates ? "allocates" : NULL) == 0);
   pthread_barrier_wait (&bar);          /* freed */
   kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, BOUND_N);
+  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, n);
   kame_pool_trim (0);
   kame_pool_stats_t s3 = kt_pool_stats ();
   KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, held);
@@ -510,13 +517,19 @@ check_slot_bound (bool allocates, size_t held)
 /* 130 = 2 x 46 + 38.  */
 KT_TEST (a_slot_of_a_thread_that_only_frees_holds_16_kib)
 {
-  check_slot_bound (false, BOUND_N - 2 * (16384 / BOUND_SIZE));
+  check_slot_bound (352, 130, false, 130 - 2 * (16384 / 352));
 }
 
 /* 130 = 128 + 2.  */
 KT_TEST (a_slot_of_a_thread_that_allocates_the_class_holds_128_blocks)
 {
-  check_slot_bound (true, BOUND_N - 128);
+  check_slot_bound (352, 130, true, 130 - 128);
+}
+
+/* 200 = 128 + 72 (a bound of 64 blocks would leave 8).  */
+KT_TEST (a_slot_of_small_blocks_holds_128_in_a_thread_that_only_frees)
+{
+  check_slot_bound (112, 200, false, 200 - 128);
 }
 
 KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
@@ -525,4 +538,5 @@ KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
          KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
          KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent),
          KT_CASE (a_slot_of_a_thread_that_only_frees_holds_16_kib),
-         KT_CASE (a_slot_of_a_thread_that_allocates_the_class_holds_128_blocks))
+         KT_CASE (a_slot_of_a_thread_that_allocates_the_class_holds_128_blocks),
+         KT_CASE (a_slot_of_small_blocks_holds_128_in_a_thread_that_only_frees))

@@ -434,6 +434,14 @@ typedef struct kp_region
      clears the bits of its run (relaxed fetch_and).  A hint: a purge
      claims each unit before it discards its pages.  */
   _Atomic (uint64_t) aged[KP_CLAIM_WORDS];
+  /* Of the dirty units, those a dedicated chunk left: set by the
+     releaser of a dedicated chunk (relaxed fetch_or), cleared by the
+     releaser of a small chunk (relaxed fetch_and), both before the
+     release of the claim bits; read relaxed, and only ANDed with
+     DIRTY, by the claim of a small chunk, which leaves these runs to
+     dedicated chunks (kp_units_claim).  A hint: a stale bit only moves
+     a small chunk to other units.  */
+  _Atomic (uint64_t) ldirty[KP_CLAIM_WORDS];
   /* Distance from unit u back to its chunk's first unit.  Written
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */

@@ -177,36 +177,50 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
   return &r->desc[base];
 }
 
-/* Try to claim UNITS units in R; the descriptor of the run, or NULL.
-   A run starts at a multiple of STEP (UNITS for small chunks, so that
-   they tile the words; 1 for dedicated chunks, which take the first
-   fit and so reuse the holes that freed chunks of other sizes left).
-   With DIRTY, only runs whose pages are all still resident qualify.  */
+/* Try to claim UNITS units in R for a dedicated chunk when LARGE, else
+   a small chunk; the descriptor of the run, or NULL.  A small chunk's
+   run starts at a multiple of UNITS, so that they tile the words; a
+   dedicated chunk's anywhere, the first fit, so that it reuses the
+   holes that freed chunks of other sizes left.  Small chunks take the highest such run, dedicated chunks the lowest:
+   the two kinds fill a region from its two ends, so that the small
+   chunks, which stay for long, do not cut up the free runs that the
+   dedicated chunks come and go in, and a dedicated chunk can still
+   grow in place upwards (kp_units_extend).  With DIRTY (small chunks
+   only), only runs whose pages are all still resident qualify, and
+   not those a dedicated chunk left (LDIRTY).  */
 static kp_chunk_t *
-kp_region_try_claim (kp_region_t *r, unsigned units, unsigned step,
+kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
                      bool dirty)
 {
   uint64_t run = kp_run_mask (units);
-  for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+  unsigned step = large ? 1 : units;
+  bool top = !large;
+  for (unsigned i = 0; i < KP_CLAIM_WORDS; i++)
     {
+      unsigned w = top ? KP_CLAIM_WORDS - 1 - i : i;
       uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
     rescan:
       if (v == ~(uint64_t) 0)
         continue;
       uint64_t d = dirty ? atomic_load_explicit (&r->dirty[w],
                                                  memory_order_relaxed)
+                           & ~atomic_load_explicit (&r->ldirty[w],
+                                                    memory_order_relaxed)
                          : ~(uint64_t) 0;
       if (dirty && (d & ~v) == 0)
         continue;
-      for (unsigned k = 0; k + units <= 64; k += step)
-        if (((v >> k) & run) == 0 && ((d >> k) & run) == run)
-          {
-            if (!atomic_compare_exchange_strong_explicit
-                (&r->claim[w], &v, v | (run << k),
-                 memory_order_acquire, memory_order_relaxed))
-              goto rescan;      /* v now holds the current word */
-            return kp_claim_won (r, w * 64 + k, units, run << k);
-          }
+      for (unsigned j = 0; j + units <= 64; j += step)
+        {
+          unsigned k = top ? 64 - units - j : j;
+          if (((v >> k) & run) == 0 && ((d >> k) & run) == run)
+            {
+              if (!atomic_compare_exchange_strong_explicit
+                  (&r->claim[w], &v, v | (run << k),
+                   memory_order_acquire, memory_order_relaxed))
+                goto rescan;    /* v now holds the current word */
+              return kp_claim_won (r, w * 64 + k, units, run << k);
+            }
+        }
     }
   return NULL;
 }
@@ -239,13 +253,13 @@ kp_node_next (const kp_region_t *r)
 
 /* Claim a run of UNITS units from a region of node NODE's list.  */
 static kp_chunk_t *
-kp_node_try_claim (unsigned node, unsigned units, unsigned step, bool dirty)
+kp_node_try_claim (unsigned node, unsigned units, bool large, bool dirty)
 {
   for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
-      kp_chunk_t *c = kp_region_try_claim (r, units, step, dirty);
+      kp_chunk_t *c = kp_region_try_claim (r, units, large, dirty);
       if (c != NULL)
         return c;
       if (dirty || !kp_region_full (r))
@@ -322,28 +336,29 @@ kp_units_claim (unsigned units, bool large)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
   unsigned home = kp_numa_thread_node ();
-  unsigned step = large ? 1 : units;
   size_t dirty = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
   if (large ? dirty != 0 : dirty >= units)
     {
       /* A dedicated chunk takes the run with the most resident units,
          since every other unit of it faults in anew; a small chunk, a
-         run all resident at its stride.  */
+         run all resident at its stride that a small chunk left: taking
+         a dedicated chunk's would cut up the run that the next
+         dedicated chunk of that size could have had whole.  */
       kp_chunk_t *c = large ? kp_node_claim_most_dirty (home, units)
-                            : kp_node_try_claim (home, units, step, true);
+                            : kp_node_try_claim (home, units, false, true);
       if (c != NULL)
         return c;
     }
   for (;;)
     {
-      kp_chunk_t *c = kp_node_try_claim (home, units, step, false);
+      kp_chunk_t *c = kp_node_try_claim (home, units, large, false);
       if (c != NULL)
         return c;
       if (kp_region_new (home) != NULL)
         continue;
       unsigned nodes = kp_numa_nodes ();
       for (unsigned i = 1; i < nodes; i++)
-        if ((c = kp_node_try_claim ((home + i) % nodes, units, step, false))
+        if ((c = kp_node_try_claim ((home + i) % nodes, units, large, false))
             != NULL)
           return c;
       return NULL;
@@ -486,6 +501,14 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
       atomic_fetch_and_explicit (&r->aged[base / 64],
                                  ~(kp_run_mask (units) << (base % 64)),
                                  memory_order_relaxed);
+      if (pages == KP_PAGES_LAZY_LARGE)
+        atomic_fetch_or_explicit (&r->ldirty[base / 64],
+                                  kp_run_mask (units) << (base % 64),
+                                  memory_order_relaxed);
+      else
+        atomic_fetch_and_explicit (&r->ldirty[base / 64],
+                                   ~(kp_run_mask (units) << (base % 64)),
+                                   memory_order_relaxed);
       atomic_fetch_or_explicit (&r->dirty[base / 64],
                                 kp_run_mask (units) << (base % 64),
                                 memory_order_relaxed);

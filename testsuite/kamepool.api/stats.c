@@ -275,19 +275,24 @@ KT_TEST (allocations_beyond_max_bytes_fall_back_to_libc)
   KT_CHECK (foreign >= N - (int) fit);
   KT_CHECK_EQ (kame_pool_reserved_bytes (), reserved);
 
-  /* The runs of fewer than 4 free units left in the regions take
-     one-unit blocks, and then those fall back too.  */
-  void *one[3 * 16 + 1];
+  /* The runs of fewer than 4 free units left in the regions (each
+     region's first unit is its header) take one-unit blocks, one per
+     free unit, and then those fall back too.  */
+  kame_pool_stats_t before = kt_pool_stats ();
+  int free_units = (int) (before.regions_populated * (REGION / UNIT - 1)
+                          - before.units_live);
+  void *one[128];
+  KT_CHECK (free_units >= 0 && free_units < 128);
   int none = 0;
   for (;;)
     {
-      KT_CHECK (none < 3 * 16 + 1);
+      KT_CHECK (none <= free_units);
       one[none] = kame_pool_malloc (UNIT);
       KT_CHECK (one[none] != NULL);
       if (kame_pool_malloc_usable_size (one[none++]) == 0)
         break;
     }
-  KT_CHECK (none - 1 <= 3 * (int) (reserved / REGION));
+  KT_CHECK_EQ (none - 1, free_units);
 
   /* Small classes too, once the regions are full.  */
   void *s = kame_pool_malloc (3000);

@@ -181,13 +181,16 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
    a small chunk; the descriptor of the run, or NULL.  A small chunk's
    run starts at a multiple of UNITS, so that they tile the words; a
    dedicated chunk's anywhere, the first fit, so that it reuses the
-   holes that freed chunks of other sizes left.  Small chunks take the highest such run, dedicated chunks the lowest:
-   the two kinds fill a region from its two ends, so that the small
-   chunks, which stay for long, do not cut up the free runs that the
-   dedicated chunks come and go in, and a dedicated chunk can still
-   grow in place upwards (kp_units_extend).  With DIRTY (small chunks
-   only), only runs whose pages are all still resident qualify, and
-   not those a dedicated chunk left (LDIRTY).  */
+   holes that freed chunks of other sizes left.  A dedicated chunk
+   takes the lowest such run; a small chunk the highest one of the
+   first claim word that has one.  So the small chunks, which stay for
+   long, gather at the top of the first word and do not cut up the
+   free runs that dedicated chunks come and go in; the first word has
+   63 units (unit 0 is the header), so they use the 15 that three
+   4 MiB chunks leave and the second word keeps room for four; and a
+   dedicated chunk can still grow in place upwards (kp_units_extend).
+   With DIRTY (small chunks only), only runs whose pages are all still
+   resident qualify, and not those a dedicated chunk left (LDIRTY).  */
 static kp_chunk_t *
 kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
                      bool dirty)
@@ -195,9 +198,8 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
   uint64_t run = kp_run_mask (units);
   unsigned step = large ? 1 : units;
   bool top = !large;
-  for (unsigned i = 0; i < KP_CLAIM_WORDS; i++)
+  for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
     {
-      unsigned w = top ? KP_CLAIM_WORDS - 1 - i : i;
       uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
     rescan:
       if (v == ~(uint64_t) 0)

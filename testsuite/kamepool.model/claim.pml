@@ -66,8 +66,9 @@ end_idle:
   :: v = claim;                 /* relaxed load of the claim word */
 rescan:
      /* Any free stride-aligned run may be chosen: the C code takes the
-        lowest one, the model allows every order the scan could meet
-        after other threads changed the word.  */
+        highest one for a small chunk and the lowest for a dedicated
+        one, the model allows every order the scan could meet after
+        other threads changed the word.  */
      atomic {
        k = 0;
        do

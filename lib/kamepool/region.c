@@ -197,7 +197,6 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
 {
   uint64_t run = kp_run_mask (units);
   unsigned step = large ? 1 : units;
-  bool top = !large;
   for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
     {
       uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
@@ -213,7 +212,7 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
         continue;
       for (unsigned j = 0; j + units <= 64; j += step)
         {
-          unsigned k = top ? 64 - units - j : j;
+          unsigned k = large ? j : 64 - units - j;
           if (((v >> k) & run) == 0 && ((d >> k) & run) == run)
             {
               if (!atomic_compare_exchange_strong_explicit
@@ -478,6 +477,9 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   unsigned base = kp_chunk_base_unit (c);
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
   KP_ASSERT (base >= 1 && units >= 1 && base + units <= KP_UNITS);
+  /* The run's bits in its claim word (a run never crosses one).  */
+  unsigned w = base / 64;
+  uint64_t bits = kp_run_mask (units) << (base % 64);
   atomic_store_explicit (&c->kind, KP_KIND_NONE, memory_order_relaxed);
   for (unsigned i = 0; i < units; i++)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
@@ -500,25 +502,16 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
     {
       kp_units_decay_tick ();
       atomic_fetch_add_explicit (&kp_dirty_count, units, memory_order_relaxed);
-      atomic_fetch_and_explicit (&r->aged[base / 64],
-                                 ~(kp_run_mask (units) << (base % 64)),
-                                 memory_order_relaxed);
+      atomic_fetch_and_explicit (&r->aged[w], ~bits, memory_order_relaxed);
       if (pages == KP_PAGES_LAZY_LARGE)
-        atomic_fetch_or_explicit (&r->ldirty[base / 64],
-                                  kp_run_mask (units) << (base % 64),
-                                  memory_order_relaxed);
+        atomic_fetch_or_explicit (&r->ldirty[w], bits, memory_order_relaxed);
       else
-        atomic_fetch_and_explicit (&r->ldirty[base / 64],
-                                   ~(kp_run_mask (units) << (base % 64)),
+        atomic_fetch_and_explicit (&r->ldirty[w], ~bits,
                                    memory_order_relaxed);
-      atomic_fetch_or_explicit (&r->dirty[base / 64],
-                                kp_run_mask (units) << (base % 64),
-                                memory_order_relaxed);
+      atomic_fetch_or_explicit (&r->dirty[w], bits, memory_order_relaxed);
     }
   /* Last: from here on the units may be claimed again.  */
-  atomic_fetch_and_explicit (&r->claim[base / 64],
-                             ~(kp_run_mask (units) << (base % 64)),
-                             memory_order_release);
+  atomic_fetch_and_explicit (&r->claim[w], ~bits, memory_order_release);
   /* Pairs with the fence of a claimer that clears the hint (see
      kp_node_try_claim): either it sees these units free, or this store
      comes after its clearing one.  */

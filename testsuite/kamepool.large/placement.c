@@ -2,8 +2,9 @@
    small chunks from the top of a claim word down, dedicated chunks
    from the region's bottom up, and a small chunk does not take the
    resident free units that a dedicated chunk left, which the next
-   dedicated chunk of that size takes back whole.  Blocks of 1 MiB are dedicated chunks of 4 units
-   of 256 KiB; blocks of 12 KiB come from small chunks of one unit.
+   dedicated chunk of that size takes back whole.  Blocks of 1 MiB are
+   dedicated chunks of 4 units of 256 KiB; blocks of 12 KiB come from
+   small chunks of one unit.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

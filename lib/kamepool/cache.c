@@ -816,16 +816,17 @@ kp_cache_bytes (void)
   return total;
 }
 
-/* A claim of UNITS units for a small chunk or (LARGE) a dedicated one;
+/* A claim of UNITS units for a small chunk of class CLS or a dedicated
+   one (KP_CLS_DEDICATED);
    when none is left (the cap, or the kernel refused a region), the
    cache is drained and the claim tried once more.  Here, not in
    region.c, because the cache sits above the regions.  */
 kp_chunk_t *
-kp_units_claim_retry (unsigned units, bool large)
+kp_units_claim_retry (unsigned units, unsigned cls)
 {
-  kp_chunk_t *c = kp_units_claim (units, large);
+  kp_chunk_t *c = kp_units_claim (units, cls);
   if (kp_unlikely (c == NULL) && kp_cache_drain ())
-    c = kp_units_claim (units, large);
+    c = kp_units_claim (units, cls);
   return c;
 }
 

@@ -129,12 +129,6 @@ kp_chunk_list_ok (const kp_chunk_t *c)
   return true;
 }
 
-static inline unsigned
-kp_page_shift (void)
-{
-  return (unsigned) __builtin_ctzl (kp_os_page_size ());
-}
-
 /* One page of C less is given back; with none left, the owner's free
    takes its fast path again.  */
 static inline void

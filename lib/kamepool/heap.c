@@ -333,13 +333,13 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
   if (c == NULL)
     {
       unsigned units = kp_class_units[cls];
-      c = kp_units_claim_retry (units, false);
+      c = kp_units_claim_retry (units, cls);
       /* At the cap or out of address space, a class of big blocks
          makes do with a shorter chunk, down to one block: the runs of
          free units left at the ends of the regions are used up.  */
       while (c == NULL && units > 1
              && ((size_t) (units - 1) << KP_UNIT_SHIFT) >= kp_class_size[cls])
-        c = kp_units_claim (--units, false);
+        c = kp_units_claim (--units, cls);
       if (c == NULL)
         return kp_units_fallback (n, 0);        /* cap reached, or no memory */
       kp_chunk_init_small (c, cls, units, h);

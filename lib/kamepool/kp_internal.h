@@ -94,6 +94,7 @@
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 69
+#define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
 #define KP_PAGE 4096                            /* metadata page granularity */
@@ -114,10 +115,14 @@ kp_round_up (size_t n, size_t to)
    The compile-time choices of the policies, in one place; the settings
    that a program or the environment changes are in options.c.  */
 
-/* Free units whose pages stay resident when released (region.c), and
-   how many of them stay once they have been free for a decay period.  */
-#define KP_DIRTY_BUDGET_UNITS 8         /* 2 MiB */
-#define KP_DIRTY_KEEP_UNITS 4           /* 1 MiB */
+/* The resident pages of free units that a release keeps (region.c),
+   and how many of them stay once they have been free for a decay
+   period, in bytes of pages.  */
+#define KP_DIRTY_BUDGET ((size_t) 2 << 20)
+#define KP_DIRTY_KEEP ((size_t) 1 << 20)
+/* A released small chunk keeps at most this much of the resident pages
+   that earlier chunks left in a unit past its own (region.c).  */
+#define KP_DIRTY_TAIL ((size_t) 32 << 10)
 /* How many chunks of classes it does not allocate from a heap may take
    over through frees (chunk.c).  Keeping such a chunk makes this
    thread's later frees into it plain owner frees (a consumer freeing
@@ -463,6 +468,24 @@ typedef struct kp_region
      kame_pool_get_numa_stats after the acquire walk.  Plain.  */
   uint8_t numa_node;
   kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
+  /* How many pages of unit u, from its start, may be resident: set by
+     the releaser of a run kept resident (the larger of the old value
+     and the pages its chunk carved blocks into, or every page of a
+     dedicated chunk's), and to 0 by whoever gives the unit's pages
+     back (a release or a purge), in both cases while holding the
+     unit's claim bit, before its release fetch_and; the claimer of a
+     free resident unit reads it after its acquire CAS, and keeps it
+     while the unit is in use, since the pages stay.  Plain: the claim
+     bits order every access.  After desc, so that the free path's
+     offsets into the record stay.  */
+  uint8_t rpages[KP_UNITS];
+  /* The class of the small chunk that last released unit u keeping its
+     pages, KP_CLS_DEDICATED for a dedicated chunk: written by that
+     releaser (relaxed, before its release fetch_and), read relaxed by
+     the claim of a small chunk, which takes a unit its own class left
+     first (kp_units_claim).  A hint: a stale value only moves a chunk
+     to other units.  */
+  _Atomic (uint8_t) rcls[KP_UNITS];
 } kp_region_t;
 
 /* The batch of remote frees (chunk.c): a thread's frees into chunks
@@ -830,6 +853,12 @@ kp_os_page_size (void)
   size_t page = atomic_load_explicit (&kp_page_size, memory_order_relaxed);
   return kp_likely (page != 0) ? page : kp_os_page_size_slow ();
 }
+
+KP_INLINE unsigned
+kp_page_shift (void)
+{
+  return (unsigned) __builtin_ctzl (kp_os_page_size ());
+}
 /* The decay clock: milliseconds of CLOCK_MONOTONIC_COARSE, wrapping.  */
 KP_INLINE uint32_t
 kp_clock_ms (void)
@@ -931,16 +960,25 @@ enum kp_release_pages
   KP_PAGES_LAZY_LARGE,          /* same, with the large tier's budget */
   KP_PAGES_DISCARD              /* return them to the kernel now */
 };
-KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, bool large);
+/* Claim UNITS units for a small chunk of class CLS, or a dedicated
+   chunk (CLS is KP_CLS_DEDICATED).  */
+KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, unsigned cls);
 KP_HIDDEN void kp_units_purge_dirty (void);
 /* The decay of the free units kept resident: every DELAY ms, those
    that stayed free and resident for a whole period go back to the
-   kernel while more than KP_DIRTY_KEEP_UNITS are resident.  NOW is the
+   kernel while more than KP_DIRTY_KEEP bytes of them are resident.  NOW is the
    decay clock (kp_clock_ms).  */
 KP_HIDDEN void kp_units_decay (uint32_t now, uint32_t delay);
 KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
+/* The bytes of resident pages that the free units hold, and how many
+   free units hold them (region.c).  */
+KP_HIDDEN size_t kp_dirty_bytes (void);
 KP_HIDDEN size_t kp_dirty_units (void);
+/* How many times a release or a purge of units has given pages back
+   to the kernel (region.c; kame_pool_trim tells from it whether its
+   releases did).  */
+KP_HIDDEN size_t kp_units_discards (void);
 KP_HIDDEN kp_region_t *kp_region_first (void);
 /* The region after R on the list of all regions (acquire: a region on
    the list is initialised).  */
@@ -1245,7 +1283,7 @@ kp_l1_take (kp_heap_t *h, unsigned i)
 KP_HIDDEN bool kp_cache_drain (void);
 /* Out of units (the cap, or the kernel refused a region): drain the
    large cache and claim once more.  */
-KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, bool large);
+KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, unsigned cls);
 KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);

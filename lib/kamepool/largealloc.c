@@ -120,7 +120,7 @@ kp_dedicated_alloc (size_t n)
   kp_chunk_t *c = kp_cache_take_chunk (units);
   if (c != NULL)
     return kp_chunk_data (c);
-  c = kp_units_claim_retry (units, true);
+  c = kp_units_claim_retry (units, KP_CLS_DEDICATED);
   if (c == NULL)
     return NULL;
   c->used = 1;

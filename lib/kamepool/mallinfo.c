@@ -194,7 +194,7 @@ malloc_info (int options, FILE *fp)
            "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
            "</malloc>\n",
            m.ordblks, free_bytes, m.hblks, m.hblkhd, s.cache_bytes,
-           s.dirty_bytes / KP_UNIT_SIZE, s.dirty_bytes, m.arena, m.arena,
+           kp_dirty_units (), s.dirty_bytes, m.arena, m.arena,
            s.bytes_reserved, s.bytes_reserved);
   return 0;
 }

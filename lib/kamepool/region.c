@@ -42,20 +42,61 @@ static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
    Read relaxed by the statistics and the cap check.  */
 static _Atomic (size_t) kp_nregions;
 
-/* Released units whose pages are still resident, over all regions.  A
-   chunk released and soon claimed again (a producer/consumer pair, a
-   loop over a dedicated size, the next generation of short-lived
-   threads) then costs no madvise and no page faults; past the budget,
-   released pages go back to the kernel at once.  Of those kept, the
-   ones that stay free for a whole decay period go back too, down to
-   KP_DIRTY_KEEP_UNITS (kp_units_decay).  Relaxed: an approximate count
-   is enough for a budget.  */
+/* The bytes of resident pages that released units hold, over all
+   regions: the sum of their rpages, in bytes.  A chunk released and
+   soon claimed again (a producer/consumer pair, a loop over a dedicated
+   size, the next generation of short-lived threads) then costs no
+   madvise and no page faults; past the budget, released pages go back
+   to the kernel at once.  Of those kept, the ones that stay free for a
+   whole decay period go back too, down to KP_DIRTY_KEEP
+   (kp_units_decay).  The budget counts the pages a small chunk carved
+   blocks into, not its whole units: a short-lived thread's chunks are
+   mostly untouched, and counted whole they filled the budget with a
+   few pages each, so that the next thread faulted every page in again.
+   Relaxed: an approximate count is enough for a budget.  */
 static _Atomic (size_t) kp_dirty_count;
 
+/* kp_region_try_claim's CLS when any class's units do.  */
+#define KP_CLS_ANY 254
+
+/* Releases and purges of units that gave pages back to the kernel.
+   Relaxed, read by kame_pool_trim only.  */
+static _Atomic (size_t) kp_discard_count;
+
+size_t
+kp_dirty_bytes (void)
+{
+  return atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
+}
+
+/* A walk of the dirty bits: a moment's picture, as every count of the
+   statistics.  */
 size_t
 kp_dirty_units (void)
 {
-  return atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
+  size_t n = 0;
+  KP_FOR_EACH_REGION (r)
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      n += (size_t) __builtin_popcountll
+             (atomic_load_explicit (&r->dirty[w], memory_order_relaxed));
+  return n;
+}
+
+size_t
+kp_units_discards (void)
+{
+  return atomic_load_explicit (&kp_discard_count, memory_order_relaxed);
+}
+
+/* Give the pages of the UNITS units at unit BASE of R back to the
+   kernel; the caller holds their claim bits.  */
+static void
+kp_units_discard (kp_region_t *r, unsigned base, unsigned units)
+{
+  kp_os_discard ((char *) r + ((size_t) base << KP_UNIT_SHIFT),
+                 (size_t) units << KP_UNIT_SHIFT);
+  memset (&r->rpages[base], 0, units);
+  atomic_fetch_add_explicit (&kp_discard_count, 1, memory_order_relaxed);
 }
 
 kp_region_t *
@@ -170,9 +211,13 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
                            memory_order_relaxed);
   uint64_t was = atomic_fetch_and_explicit (&r->dirty[base / 64], ~bits,
                                             memory_order_relaxed);
-  unsigned cleaned = (unsigned) __builtin_popcountll (was & bits);
-  if (cleaned != 0)
-    atomic_fetch_sub_explicit (&kp_dirty_count, cleaned,
+  /* The resident pages of the units that were free leave the count;
+     rpages stays, the pages with it.  */
+  size_t pages = 0;
+  for (uint64_t m = was & bits; m != 0; m &= m - 1)
+    pages += r->rpages[base / 64 * 64 + (unsigned) __builtin_ctzll (m)];
+  if (pages != 0)
+    atomic_fetch_sub_explicit (&kp_dirty_count, pages << kp_page_shift (),
                                memory_order_relaxed);
   return &r->desc[base];
 }
@@ -190,10 +235,12 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
    4 MiB chunks leave and the second word keeps room for four; and a
    dedicated chunk can still grow in place upwards (kp_units_extend).
    With DIRTY (small chunks only), only runs whose pages are all still
-   resident qualify, and not those a dedicated chunk left (LDIRTY).  */
+   resident qualify, and not those a dedicated chunk left (LDIRTY); and
+   with CLS, not KP_CLS_ANY, only those whose first unit a chunk of
+   class CLS left (RCLS).  */
 static kp_chunk_t *
 kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
-                     bool dirty)
+                     bool dirty, unsigned cls)
 {
   uint64_t run = kp_run_mask (units);
   unsigned step = large ? 1 : units;
@@ -213,7 +260,10 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
       for (unsigned j = 0; j + units <= 64; j += step)
         {
           unsigned k = large ? j : 64 - units - j;
-          if (((v >> k) & run) == 0 && ((d >> k) & run) == run)
+          if (((v >> k) & run) == 0 && ((d >> k) & run) == run
+              && (cls == KP_CLS_ANY
+                  || atomic_load_explicit (&r->rcls[w * 64 + k],
+                                           memory_order_relaxed) == cls))
             {
               if (!atomic_compare_exchange_strong_explicit
                   (&r->claim[w], &v, v | (run << k),
@@ -252,15 +302,17 @@ kp_node_next (const kp_region_t *r)
   return atomic_load_explicit (&r->node_next, memory_order_acquire);
 }
 
-/* Claim a run of UNITS units from a region of node NODE's list.  */
+/* Claim a run of UNITS units from a region of node NODE's list (DIRTY
+   and CLS as for kp_region_try_claim).  */
 static kp_chunk_t *
-kp_node_try_claim (unsigned node, unsigned units, bool large, bool dirty)
+kp_node_try_claim (unsigned node, unsigned units, bool large, bool dirty,
+                   unsigned cls)
 {
   for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
-      kp_chunk_t *c = kp_region_try_claim (r, units, large, dirty);
+      kp_chunk_t *c = kp_region_try_claim (r, units, large, dirty, cls);
       if (c != NULL)
         return c;
       if (dirty || !kp_region_full (r))
@@ -333,33 +385,42 @@ found:
    NULL only when the cap is reached or the kernel refuses memory, and
    no node has a free run.  */
 kp_chunk_t *
-kp_units_claim (unsigned units, bool large)
+kp_units_claim (unsigned units, unsigned cls)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
+  bool large = cls == KP_CLS_DEDICATED;
   unsigned home = kp_numa_thread_node ();
-  size_t dirty = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed);
-  if (large ? dirty != 0 : dirty >= units)
+  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) != 0)
     {
       /* A dedicated chunk takes the run with the most resident units,
-         since every other unit of it faults in anew; a small chunk, a
-         run all resident at its stride that a small chunk left: taking
-         a dedicated chunk's would cut up the run that the next
-         dedicated chunk of that size could have had whole.  */
-      kp_chunk_t *c = large ? kp_node_claim_most_dirty (home, units)
-                            : kp_node_try_claim (home, units, false, true);
+         since every other unit of it faults in anew.  A small chunk
+         takes a run all resident at its stride that a small chunk of
+         its class left, else one any small chunk left: taking a
+         dedicated chunk's would cut up the run that the next dedicated
+         chunk of that size could have had whole.  Its own class's
+         chunk carved about as far as it will, so neither faults pages
+         in nor leaves resident pages unused past its last block.  */
+      kp_chunk_t *c;
+      if (large)
+        c = kp_node_claim_most_dirty (home, units);
+      else if ((c = kp_node_try_claim (home, units, false, true, cls))
+               == NULL)
+        c = kp_node_try_claim (home, units, false, true, KP_CLS_ANY);
       if (c != NULL)
         return c;
     }
   for (;;)
     {
-      kp_chunk_t *c = kp_node_try_claim (home, units, large, false);
+      kp_chunk_t *c = kp_node_try_claim (home, units, large, false,
+                                         KP_CLS_ANY);
       if (c != NULL)
         return c;
       if (kp_region_new (home) != NULL)
         continue;
       unsigned nodes = kp_numa_nodes ();
       for (unsigned i = 1; i < nodes; i++)
-        if ((c = kp_node_try_claim ((home + i) % nodes, units, large, false))
+        if ((c = kp_node_try_claim ((home + i) % nodes, units, large, false,
+                                    KP_CLS_ANY))
             != NULL)
           return c;
       return NULL;
@@ -394,9 +455,9 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
 
 /* Give the pages of free, resident units back to the kernel (with
    AGED, only those that were so at the last tick of kp_units_decay)
-   until at most KEEP remain.  Each unit is claimed for the moment (so
-   no one else can take it while its pages go), discarded and
-   released.  */
+   until at most KEEP bytes of them remain.  Each unit is claimed for
+   the moment (so no one else can take it while its pages go),
+   discarded and released.  */
 static void
 kp_units_purge_where (bool aged, size_t keep)
 {
@@ -419,10 +480,11 @@ kp_units_purge_where (bool aged, size_t keep)
           if (atomic_fetch_and_explicit (&r->dirty[w], ~bit,
                                          memory_order_relaxed) & bit)
             {
-              atomic_fetch_sub_explicit (&kp_dirty_count, 1,
+              atomic_fetch_sub_explicit (&kp_dirty_count,
+                                         (size_t) r->rpages[u]
+                                         << kp_page_shift (),
                                          memory_order_relaxed);
-              kp_os_discard ((char *) r + ((size_t) u << KP_UNIT_SHIFT),
-                             KP_UNIT_SIZE);
+              kp_units_discard (r, u, 1);
             }
           atomic_fetch_and_explicit (&r->claim[w], ~bit,
                                      memory_order_release);
@@ -447,7 +509,7 @@ kp_units_decay (uint32_t now, uint32_t delay)
     return;
   /* The units free and resident at the last tick and still so now have
      been unused for a whole period.  */
-  kp_units_purge_where (true, KP_DIRTY_KEEP_UNITS);
+  kp_units_purge_where (true, KP_DIRTY_KEEP);
   KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       atomic_store_explicit (&r->aged[w],
@@ -467,9 +529,27 @@ kp_units_decay_tick (void)
     kp_units_decay (kp_clock_ms (), (uint32_t) delay);
 }
 
+/* The pages of unit U of R that chunk C, of kind KIND, touched: a
+   small chunk those it carved blocks into (up to its bump); a block of
+   a dedicated or cached chunk may have touched them all.  */
+static unsigned
+kp_unit_touched_pages (const kp_region_t *r, const kp_chunk_t *c,
+                       enum kp_chunk_kind kind, unsigned u)
+{
+  unsigned sh = kp_page_shift ();
+  size_t per = KP_UNIT_SIZE >> sh;
+  if (kind != KP_KIND_SMALL)
+    return (unsigned) per;
+  char *start = (char *) r + ((size_t) u << KP_UNIT_SHIFT);
+  size_t carved = c->bump > start ? (size_t) (c->bump - start) : 0;
+  size_t touched = (carved + ((size_t) 1 << sh) - 1) >> sh;
+  return (unsigned) (touched < per ? touched : per);
+}
+
 /* Release chunk C's units.  The caller holds C exclusively (its owned
    bit, or the only block of a dedicated chunk).  PAGES says whether the
-   data pages go back to the kernel first.  */
+   data pages go back to the kernel first; kept, they count in the
+   budget by the pages that may be resident (rpages).  */
 void
 kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
 {
@@ -480,28 +560,73 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   /* The run's bits in its claim word (a run never crosses one).  */
   unsigned w = base / 64;
   uint64_t bits = kp_run_mask (units) << (base % 64);
+  enum kp_chunk_kind kind = atomic_load_explicit (&c->kind,
+                                                  memory_order_relaxed);
   atomic_store_explicit (&c->kind, KP_KIND_NONE, memory_order_relaxed);
   for (unsigned i = 0; i < units; i++)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
+  /* The pages each unit keeps: those C touched, and those an earlier
+     chunk left past them, unless they are more than KP_DIRTY_TAIL
+     (then they go back, below, unless PAGES is KEEP), so that the
+     units of a class do not keep, chunk after chunk, the most that any
+     of its chunks carved.  */
+  unsigned sh = kp_page_shift ();
+  uint8_t touched[KP_MAX_UNITS], kept[KP_MAX_UNITS];
+  size_t bytes = 0;
+  bool tails = false;
+  if (pages != KP_PAGES_DISCARD)
+    {
+      for (unsigned i = 0; i < units; i++)
+        {
+          unsigned t = kp_unit_touched_pages (r, c, kind, base + i);
+          unsigned old = r->rpages[base + i];
+          touched[i] = (uint8_t) t;
+          kept[i] = (uint8_t) (old <= t ? t
+                               : old - t <= (KP_DIRTY_TAIL >> sh)
+                                 || pages == KP_PAGES_KEEP ? old : t);
+          tails |= kept[i] < old;
+          bytes += kept[i];
+        }
+      bytes <<= sh;
+    }
   if (pages == KP_PAGES_LAZY || pages == KP_PAGES_LAZY_LARGE)
     {
       /* The large tier's budget is the large cache's cap: freed
          dedicated chunks past the thread's first-level cache come
          here, not to a second cache level, and the free runs they
          leave coalesce and serve any size (kp_units_claim).  */
-      size_t budget = KP_DIRTY_BUDGET_UNITS;
+      size_t budget = KP_DIRTY_BUDGET;
       if (pages == KP_PAGES_LAZY_LARGE)
-        budget += kp_cache_cap_now () >> KP_UNIT_SHIFT;
+        budget += kp_cache_cap_now ();
       if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
-          + units > budget)
+          + bytes > budget)
         pages = KP_PAGES_DISCARD;
     }
   if (pages == KP_PAGES_DISCARD)
-    kp_os_discard (kp_chunk_data (c), (size_t) units << KP_UNIT_SHIFT);
+    kp_units_discard (r, base, units);
   else
     {
       kp_units_decay_tick ();
-      atomic_fetch_add_explicit (&kp_dirty_count, units, memory_order_relaxed);
+      if (tails)
+        {
+          for (unsigned i = 0; i < units; i++)
+            if (kept[i] < r->rpages[base + i])
+              kp_os_discard ((char *) r
+                             + ((size_t) (base + i) << KP_UNIT_SHIFT)
+                             + ((size_t) touched[i] << sh),
+                             (size_t) (r->rpages[base + i] - touched[i])
+                             << sh);
+          atomic_fetch_add_explicit (&kp_discard_count, 1,
+                                     memory_order_relaxed);
+        }
+      memcpy (&r->rpages[base], kept, units);
+      uint8_t cls = kind == KP_KIND_SMALL
+                    ? atomic_load_explicit (&c->cls, memory_order_relaxed)
+                    : KP_CLS_DEDICATED;
+      for (unsigned i = 0; i < units; i++)
+        atomic_store_explicit (&r->rcls[base + i], cls,
+                               memory_order_relaxed);
+      atomic_fetch_add_explicit (&kp_dirty_count, bytes, memory_order_relaxed);
       atomic_fetch_and_explicit (&r->aged[w], ~bits, memory_order_relaxed);
       if (pages == KP_PAGES_LAZY_LARGE)
         atomic_fetch_or_explicit (&r->ldirty[w], bits, memory_order_relaxed);

@@ -93,7 +93,7 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
   s->small_free_bytes = s->small_resident_bytes > s->small_live_bytes
                         ? s->small_resident_bytes - s->small_live_bytes : 0;
   s->purged_bytes = purged;
-  s->dirty_bytes = kp_dirty_units () * KP_UNIT_SIZE;
+  s->dirty_bytes = kp_dirty_bytes ();
   s->abandoned_chunks = abandoned;
   s->abandoned_bytes = abandoned_bytes;
   s->purge_calls = s->purge_pages = 0;

@@ -35,40 +35,21 @@
 
    The answer says whether memory went back to the kernel, counted
    where it happens: pages purged in the caller's chunks; units of the
-   caller's chunks released and not kept resident (the count of free
-   resident units grew by less than they hold); bytes drained from the
-   cache and not kept resident, likewise (a mapping is unmapped, a
-   dedicated chunk's units go back to their region, where their pages
-   are discarded or join the free resident units); and free resident
-   units that the last step gave back, those just added included.
-   With no other thread allocating or freeing it is exact; otherwise
-   another thread's claim or release can move the count of free
-   resident units under us.  */
+   caller's chunks released and not kept resident (region.c counts the
+   releases that discard pages); bytes drained from the cache and not
+   kept resident (a mapping is unmapped, a dedicated chunk's units go
+   back to their region, where their pages are discarded or join the
+   free resident units, whose count then grows by less than the bytes
+   drained); and free resident units that the last step gave back,
+   those just added included.  With no other thread allocating or
+   freeing it is exact; otherwise another thread's claim, release or
+   discard can move these counts under us.  */
 
 #include <config.h>
 
 #include <errno.h>
 
 #include "kp_internal.h"
-
-/* The units of the chunks of H, the calling thread's heap: the active
-   chunk of every class, and the partial and full lists.  */
-static size_t
-kp_trim_heap_units (const kp_heap_t *h)
-{
-  size_t units = 0;
-  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
-    {
-      const kp_chunk_t *a = kp_tc.active[cls];
-      if (a != &kp_empty_chunk)
-        units += atomic_load_explicit (&a->units, memory_order_relaxed);
-      for (const kp_chunk_t *c = h->partial[cls].head; c != NULL; c = c->next)
-        units += atomic_load_explicit (&c->units, memory_order_relaxed);
-      for (const kp_chunk_t *c = h->full[cls].head; c != NULL; c = c->next)
-        units += atomic_load_explicit (&c->units, memory_order_relaxed);
-    }
-  return units;
-}
 
 int
 kame_pool_trim (size_t pad)
@@ -82,14 +63,8 @@ kame_pool_trim (size_t pad)
   kp_heap_t *h = kp_tc.heap;
   if (kp_heap_live (h))
     {
-      size_t units = kp_trim_heap_units (h);
-      size_t dirty = kp_dirty_units ();
-      if (kp_heap_trim () != 0)
-        released = true;
-      size_t gone = units - kp_trim_heap_units (h);
-      size_t now = kp_dirty_units ();
-      size_t kept = now > dirty ? now - dirty : 0;
-      if (gone > kept)
+      size_t discards = kp_units_discards ();
+      if (kp_heap_trim () != 0 || kp_units_discards () != discards)
         released = true;
     }
 
@@ -100,23 +75,23 @@ kame_pool_trim (size_t pad)
     keep -= cached;
   else
     {
-      size_t dirty = kp_dirty_units ();
+      size_t dirty = kp_dirty_bytes ();
       kp_cache_drain ();
       size_t left = kp_cache_bytes ();
-      size_t now = kp_dirty_units ();
+      size_t now = kp_dirty_bytes ();
       size_t drained = cached > left ? cached - left : 0;
-      size_t kept = now > dirty ? (now - dirty) * KP_UNIT_SIZE : 0;
+      size_t kept = now > dirty ? now - dirty : 0;
       if (drained > kept)
         released = true;
     }
 
   /* The free units whose pages are resident, those that the first two
      steps released included, kept if they fit in what is left.  */
-  size_t dirty = kp_dirty_units ();
-  if (dirty != 0 && dirty > keep / KP_UNIT_SIZE)
+  size_t dirty = kp_dirty_bytes ();
+  if (dirty != 0 && dirty > keep)
     {
       kp_units_purge_dirty ();
-      if (kp_dirty_units () < dirty)
+      if (kp_dirty_bytes () < dirty)
         released = true;
     }
   errno = saved;

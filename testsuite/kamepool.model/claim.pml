@@ -65,10 +65,11 @@ end_idle:
   do
   :: v = claim;                 /* relaxed load of the claim word */
 rescan:
-     /* Any free stride-aligned run may be chosen: the C code takes the
-        highest one for a small chunk and the lowest for a dedicated
-        one, the model allows every order the scan could meet after
-        other threads changed the word.  */
+     /* Any free stride-aligned run may be chosen: the C code takes,
+        for a small chunk, the highest resident one its class left,
+        else the highest resident one, else the highest one, and for a
+        dedicated one the lowest; the model allows every order the scan
+        could meet after other threads changed the word.  */
      atomic {
        k = 0;
        do

@@ -817,10 +817,10 @@ kp_cache_bytes (void)
 }
 
 /* A claim of UNITS units for a small chunk of class CLS or a dedicated
-   one (KP_CLS_DEDICATED);
-   when none is left (the cap, or the kernel refused a region), the
-   cache is drained and the claim tried once more.  Here, not in
-   region.c, because the cache sits above the regions.  */
+   one (KP_CLS_DEDICATED); when none is left (the cap, or the kernel
+   refused a region), the cache is drained and the claim tried once
+   more.  Here, not in region.c, because the cache sits above the
+   regions.  */
 kp_chunk_t *
 kp_units_claim_retry (unsigned units, unsigned cls)
 {

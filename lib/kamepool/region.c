@@ -43,7 +43,7 @@ static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
 static _Atomic (size_t) kp_nregions;
 
 /* The bytes of resident pages that released units hold, over all
-   regions: the sum of their rpages, in bytes.  A chunk released and
+   regions: the sum of the dirty units' rpages, in bytes.  A chunk released and
    soon claimed again (a producer/consumer pair, a loop over a dedicated
    size, the next generation of short-lived threads) then costs no
    madvise and no page faults; past the budget, released pages go back
@@ -59,8 +59,9 @@ static _Atomic (size_t) kp_dirty_count;
 /* kp_region_try_claim's CLS when any class's units do.  */
 #define KP_CLS_ANY 254
 
-/* Releases and purges of units that gave pages back to the kernel.
-   Relaxed, read by kame_pool_trim only.  */
+/* Releases and purges of units that gave pages back to the kernel,
+   whole units or a tail (kp_units_release).  Relaxed, read by
+   kame_pool_trim only.  */
 static _Atomic (size_t) kp_discard_count;
 
 size_t

@@ -469,15 +469,16 @@ typedef struct kp_region
   uint8_t numa_node;
   kp_chunk_t desc[KP_UNITS];     /* 256-byte aligned, as the type */
   /* How many pages of unit u, from its start, may be resident: set by
-     the releaser of a run kept resident (the larger of the old value
-     and the pages its chunk carved blocks into, or every page of a
-     dedicated chunk's), and to 0 by whoever gives the unit's pages
-     back (a release or a purge), in both cases while holding the
-     unit's claim bit, before its release fetch_and; the claimer of a
-     free resident unit reads it after its acquire CAS, and keeps it
-     while the unit is in use, since the pages stay.  Plain: the claim
-     bits order every access.  After desc, so that the free path's
-     offsets into the record stay.  */
+     the releaser of a run kept resident (the pages its chunk carved
+     blocks into, or every page of a dedicated chunk's, and those an
+     earlier chunk left past them if they are at most KP_DIRTY_TAIL),
+     and to 0 by whoever gives the unit's pages back (a release or a
+     purge), in both cases while holding the unit's claim bit, before
+     its release fetch_and; the claimer of a free resident unit reads
+     it after its acquire CAS, and keeps it while the unit is in use,
+     since the pages stay.  Plain: the claim bits order every access.
+     After desc, so that the free path's offsets into the record
+     stay.  */
   uint8_t rpages[KP_UNITS];
   /* The class of the small chunk that last released unit u keeping its
      pages, KP_CLS_DEDICATED for a dedicated chunk: written by that
@@ -966,8 +967,8 @@ KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, unsigned cls);
 KP_HIDDEN void kp_units_purge_dirty (void);
 /* The decay of the free units kept resident: every DELAY ms, those
    that stayed free and resident for a whole period go back to the
-   kernel while more than KP_DIRTY_KEEP bytes of them are resident.  NOW is the
-   decay clock (kp_clock_ms).  */
+   kernel while more than KP_DIRTY_KEEP bytes of them are resident.
+   NOW is the decay clock (kp_clock_ms).  */
 KP_HIDDEN void kp_units_decay (uint32_t now, uint32_t delay);
 KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);

@@ -439,14 +439,6 @@ typedef struct kp_region
      clears the bits of its run (relaxed fetch_and).  A hint: a purge
      claims each unit before it discards its pages.  */
   _Atomic (uint64_t) aged[KP_CLAIM_WORDS];
-  /* Of the dirty units, those a dedicated chunk left: set by the
-     releaser of a dedicated chunk (relaxed fetch_or), cleared by the
-     releaser of a small chunk (relaxed fetch_and), both before the
-     release of the claim bits; read relaxed, and only ANDed with
-     DIRTY, by the claim of a small chunk, which leaves these runs to
-     dedicated chunks (kp_units_claim).  A hint: a stale bit only moves
-     a small chunk to other units.  */
-  _Atomic (uint64_t) ldirty[KP_CLAIM_WORDS];
   /* Distance from unit u back to its chunk's first unit.  Written
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */
@@ -483,9 +475,11 @@ typedef struct kp_region
   /* The class of the small chunk that last released unit u keeping its
      pages, KP_CLS_DEDICATED for a dedicated chunk: written by that
      releaser (relaxed, before its release fetch_and), read relaxed by
-     the claim of a small chunk, which takes a unit its own class left
-     first (kp_units_claim).  A hint: a stale value only moves a chunk
-     to other units.  */
+     the claim of a small chunk among the dirty units, which takes a
+     unit its own class left first and never one a dedicated chunk
+     left, leaving those runs whole to dedicated chunks
+     (kp_units_claim).  A hint: a stale value only moves a chunk to
+     other units.  */
   _Atomic (uint8_t) rcls[KP_UNITS];
 } kp_region_t;
 

@@ -223,6 +223,23 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
   return &r->desc[base];
 }
 
+/* Whether the free resident run of UNITS units at unit BASE of R was
+   left by small chunks of class CLS, or with KP_CLS_ANY by small chunks
+   of any class: not by a dedicated chunk (RCLS).  */
+static bool
+kp_run_left_by (const kp_region_t *r, unsigned base, unsigned units,
+                unsigned cls)
+{
+  for (unsigned i = 0; i < units; i++)
+    {
+      unsigned left = atomic_load_explicit (&r->rcls[base + i],
+                                            memory_order_relaxed);
+      if (cls == KP_CLS_ANY ? left == KP_CLS_DEDICATED : left != cls)
+        return false;
+    }
+  return true;
+}
+
 /* Try to claim UNITS units in R for a dedicated chunk when LARGE, else
    a small chunk; the descriptor of the run, or NULL.  A small chunk's
    run starts at a multiple of UNITS, so that they tile the words; a
@@ -236,9 +253,8 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
    4 MiB chunks leave and the second word keeps room for four; and a
    dedicated chunk can still grow in place upwards (kp_units_extend).
    With DIRTY (small chunks only), only runs whose pages are all still
-   resident qualify, and not those a dedicated chunk left (LDIRTY); and
-   with CLS, not KP_CLS_ANY, only those whose first unit a chunk of
-   class CLS left (RCLS).  */
+   resident qualify, and that small chunks of class CLS left, or of
+   any class with KP_CLS_ANY (kp_run_left_by).  */
 static kp_chunk_t *
 kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
                      bool dirty, unsigned cls)
@@ -253,8 +269,6 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
         continue;
       uint64_t d = dirty ? atomic_load_explicit (&r->dirty[w],
                                                  memory_order_relaxed)
-                           & ~atomic_load_explicit (&r->ldirty[w],
-                                                    memory_order_relaxed)
                          : ~(uint64_t) 0;
       if (dirty && (d & ~v) == 0)
         continue;
@@ -262,9 +276,7 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
         {
           unsigned k = large ? j : 64 - units - j;
           if (((v >> k) & run) == 0 && ((d >> k) & run) == run
-              && (cls == KP_CLS_ANY
-                  || atomic_load_explicit (&r->rcls[w * 64 + k],
-                                           memory_order_relaxed) == cls))
+              && (!dirty || kp_run_left_by (r, w * 64 + k, units, cls)))
             {
               if (!atomic_compare_exchange_strong_explicit
                   (&r->claim[w], &v, v | (run << k),
@@ -304,7 +316,7 @@ kp_node_next (const kp_region_t *r)
 }
 
 /* Claim a run of UNITS units from a region of node NODE's list (DIRTY
-   and CLS as for kp_region_try_claim).  */
+   and CLS as for kp_region_try_claim and kp_run_left_by).  */
 static kp_chunk_t *
 kp_node_try_claim (unsigned node, unsigned units, bool large, bool dirty,
                    unsigned cls)
@@ -572,7 +584,7 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
      units of a class do not keep, chunk after chunk, the most that any
      of its chunks carved.  */
   unsigned sh = kp_page_shift ();
-  uint8_t touched[KP_MAX_UNITS], kept[KP_MAX_UNITS];
+  uint8_t kept[KP_MAX_UNITS];
   size_t bytes = 0;
   bool tails = false;
   if (pages != KP_PAGES_DISCARD)
@@ -581,7 +593,6 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
         {
           unsigned t = kp_unit_touched_pages (r, c, kind, base + i);
           unsigned old = r->rpages[base + i];
-          touched[i] = (uint8_t) t;
           kept[i] = (uint8_t) (old <= t ? t
                                : old - t <= (KP_DIRTY_TAIL >> sh)
                                  || pages == KP_PAGES_KEEP ? old : t);
@@ -610,12 +621,14 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
       kp_units_decay_tick ();
       if (tails)
         {
+          /* A unit that keeps fewer pages than it had keeps those C
+             touched: the rest go.  */
           for (unsigned i = 0; i < units; i++)
             if (kept[i] < r->rpages[base + i])
               kp_os_discard ((char *) r
                              + ((size_t) (base + i) << KP_UNIT_SHIFT)
-                             + ((size_t) touched[i] << sh),
-                             (size_t) (r->rpages[base + i] - touched[i])
+                             + ((size_t) kept[i] << sh),
+                             (size_t) (r->rpages[base + i] - kept[i])
                              << sh);
           atomic_fetch_add_explicit (&kp_discard_count, 1,
                                      memory_order_relaxed);
@@ -629,11 +642,6 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
                                memory_order_relaxed);
       atomic_fetch_add_explicit (&kp_dirty_count, bytes, memory_order_relaxed);
       atomic_fetch_and_explicit (&r->aged[w], ~bits, memory_order_relaxed);
-      if (pages == KP_PAGES_LAZY_LARGE)
-        atomic_fetch_or_explicit (&r->ldirty[w], bits, memory_order_relaxed);
-      else
-        atomic_fetch_and_explicit (&r->ldirty[w], ~bits,
-                                   memory_order_relaxed);
       atomic_fetch_or_explicit (&r->dirty[w], bits, memory_order_relaxed);
     }
   /* Last: from here on the units may be claimed again.  */

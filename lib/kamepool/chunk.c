@@ -20,9 +20,10 @@
                           an ABANDONED chunk and runs kp_abandoned_collect.
                           A block in a batch still counts in used, so
                           its chunk is not released before the flush.
-     kp_rbatch_take       the thread's own malloc takes a block back out
-                          of its batch (plain): the block never left
-                          used, so the chunk is not told.
+     kp_rbatch_take       the thread's own malloc, once it has a chunk of
+                          the class, takes a block back out of its
+                          batch (plain): the block never left used, so
+                          the chunk is not told.
      kp_chunk_collect     the owner swaps the list out, keeping OWNED
                           (exchange, acquire: the blocks' next fields
                           and each pushed list's header).

@@ -371,10 +371,15 @@ kp_malloc_refill_bad (kp_heap_t *h, unsigned i, unsigned cls, size_t n)
    the cache's short paths, which go to kp_malloc_large themselves.)
    Blocks of other threads that this thread freed and has not published
    go first: nobody else could use them before the flush, and their
-   lines are in this thread's cache.  The sentinel heaps' batches are
-   empty.  The class is worked out again here: passed from the fast
-   path, it cost that path an instruction, the move of the argument,
-   which the compiler hoists above the list's test.  */
+   lines are in this thread's cache.  But only once the thread has a
+   chunk of the class of its own: a thread that first frees a block
+   handed over to it and then allocates its class (mimalloc-bench's
+   cache-scratch) would otherwise keep writing beside the block's
+   neighbours, which other threads hold (bench/falseshare, passive).
+   The sentinel heaps' batches are empty.  The class is worked out
+   again here: passed from the fast path, it cost that path an
+   instruction, the move of the argument, which the compiler hoists
+   above the list's test.  */
 void *
 kp_malloc_refill (size_t n)
 {
@@ -383,7 +388,7 @@ kp_malloc_refill (size_t n)
   KP_ASSERT (kp_tc.active[cls]->free == NULL);
   kp_heap_t *h = kp_tc.heap;
   uint32_t m = h->rbatch_cls[cls];
-  if (m != 0)
+  if (m != 0 && kp_thread_uses_class (cls))
     {
       unsigned i = (unsigned) __builtin_ctz (m);
       h->rbatch_taking = true;

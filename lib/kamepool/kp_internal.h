@@ -617,8 +617,9 @@ struct kp_heap
      slot that holds blocks.  Owner-only.  */
   kp_rbatch_t rbatch[KP_RBATCH_SLOTS];
   unsigned rbatch_mask;
-  /* The same bits by class: a refill of class CLS takes a block back
-     out of a slot of rbatch_cls[CLS] (kp_rbatch_take).  */
+  /* The same bits by class: a refill of class CLS, in a thread that
+     has an active chunk of the class, takes a block back out of a slot
+     of rbatch_cls[CLS] (kp_rbatch_take).  */
   uint32_t rbatch_cls[KP_NCLASS];
   /* True while the thread takes a block out of its batch: a fork from
      a signal handler then leaves the batch alone (kp_atfork_prepare),

@@ -353,18 +353,32 @@ KM_TEST (double_free_of_a_64_b_block_waiting_in_another_thread_s_batch)
 
 static void *km_taken;
 
-/* Free P into this thread's batch of remote frees, wait until the main
-   thread has freed it again, then allocate a block of its class, which
-   this thread has never allocated: the malloc takes the batch's
-   blocks back first.  */
+/* Blocks of 64 bytes that a thread's first malloc of the class leaves
+   on its new chunk's list: kp_chunk_carve links a page of them (4096 /
+   64) and the malloc takes one.  */
+#define KM_CARVED_LEFT (4096 / 64 - 1)
+
+/* Allocate a block of 64 bytes, so that this thread has a chunk of
+   that class; free P into its batch of remote frees, wait until the
+   main thread has freed it again, then allocate blocks of its class
+   until its own chunk's list runs dry: the next malloc takes the
+   batch's blocks back first.  */
 static void *
 km_batch_take_thread (void *p)
 {
+  void *own[1 + KM_CARVED_LEFT];
+  if ((own[0] = kame_pool_malloc (64)) == NULL)
+    return "malloc failed";
   kame_pool_free (p);
   sem_post (&km_batched);
   while (sem_wait (&km_looked) != 0)
     ;
+  for (size_t i = 1; i <= KM_CARVED_LEFT; i++)
+    if ((own[i] = kame_pool_malloc (64)) == NULL)
+      return "malloc failed";
   km_taken = kame_pool_malloc (64);
+  for (size_t i = 0; i <= KM_CARVED_LEFT; i++)
+    kame_pool_free (own[i]);
   return km_taken != NULL ? NULL : "malloc failed";
 }
 

@@ -174,73 +174,136 @@ KT_TEST (a_batch_whose_header_was_written_to_is_collected_whole)
 #endif
 }
 
-/* Free the N blocks, then allocate N blocks of their class into TAKEN
-   and free those; the main thread looks at each of the three steps.  */
+/* Blocks of the class that a thread's first malloc of it leaves on
+   its new chunk's list: kp_chunk_carve links a page of blocks (4096 /
+   368 = 11) and the malloc takes one.  */
+#define CARVED_LEFT (4096 / SIZE - 1)
+
+/* Allocate one block of the class first when OWN_FIRST, then free the
+   N blocks; then allocate blocks of their class into TAKEN, OWN_FIRST
+   ? CARVED_LEFT + N : N of them, and free those.  The main thread
+   looks at each of the three steps.  */
+static bool own_first;
+static void *taken[CARVED_LEFT + N];
+
 static void *
 free_take_and_free (void *arg)
 {
-  void **taken = arg;
+  (void) arg;
+  void *own = NULL;
+  if (own_first && (own = kame_pool_malloc (SIZE)) == NULL)
+    return "malloc failed";
   if (!all_painted ())
     return "block corrupted";
   for (size_t i = 0; i < N; i++)
     kame_pool_free (blk[i]);
   pthread_barrier_wait (&bar);          /* freed */
   pthread_barrier_wait (&bar);          /* looked */
-  for (size_t i = 0; i < N; i++)
+  size_t m = own_first ? CARVED_LEFT + N : N;
+  for (size_t i = 0; i < m; i++)
     if ((taken[i] = kame_pool_malloc (SIZE)) == NULL)
       return "malloc failed";
   pthread_barrier_wait (&bar);          /* taken */
   pthread_barrier_wait (&bar);          /* looked */
-  for (size_t i = 0; i < N; i++)
+  for (size_t i = 0; i < m; i++)
     kame_pool_free (taken[i]);
+  kame_pool_free (own);
   return NULL;
 }
 
-/* A thread that frees the main thread's blocks and then allocates
-   blocks of their class, with no chunk of that class of its own, gets
-   those very blocks back from its batch, the one it freed last first:
-   no chunk is claimed, nothing is published, and the blocks count as
-   live again.  Freed again, they wait in the batch until the thread
-   exits, as before.  */
-KT_TEST (a_thread_s_malloc_takes_back_the_blocks_in_its_batch)
+/* Is P one of the N blocks?  */
+static bool
+is_blk (const void *p)
 {
-  kame_pool_stats_t s0, s1;
-  size_t k;
-  KT_CHECK (alloc_all_counted (&s0, &s1, &k));
+  for (size_t i = 0; i < N; i++)
+    if (p == blk[i])
+      return true;
+  return false;
+}
 
-  static void *taken[N];
+/* Run free_take_and_free with OWN_FIRST, looking at its steps; the
+   caller checks TAKEN and the statistics S3 after the takes.  Its
+   blocks, freed by their owner at the end, then leave the pool as it
+   was before (S0), but for the main thread's chunk of the class.  */
+static void
+run_free_take_and_free (bool own, kame_pool_stats_t *s0,
+                        kame_pool_stats_t *s1, kame_pool_stats_t *s3,
+                        size_t *k)
+{
+  KT_CHECK (alloc_all_counted (s0, s1, k));
+  own_first = own;
   KT_CHECK (pthread_barrier_init (&bar, NULL, 2) == 0);
   pthread_t t;
-  KT_CHECK (pthread_create (&t, NULL, free_take_and_free, taken) == 0);
+  KT_CHECK (pthread_create (&t, NULL, free_take_and_free, NULL) == 0);
   pthread_barrier_wait (&bar);          /* freed */
   kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK_EQ (s2.remote_pending - s1.remote_pending, N);
-  KT_CHECK_EQ (s2.classes[k].live_blocks, s0.classes[k].live_blocks);
+  KT_CHECK_EQ (s2.remote_pending - s1->remote_pending, N);
+  KT_CHECK_EQ (s2.classes[*k].live_blocks,
+               s0->classes[*k].live_blocks + (own ? 1 : 0));
   pthread_barrier_wait (&bar);          /* looked */
   pthread_barrier_wait (&bar);          /* taken */
-  kame_pool_stats_t s3 = kt_pool_stats ();
-  for (size_t i = 0; i < N; i++)
-    if (taken[i] != blk[N - 1 - i])
-      KT_FAILF ("malloc %zu gave %p, not %p from the batch", i, taken[i],
-                blk[N - 1 - i]);
-  KT_CHECK_EQ (s3.remote_pending, s1.remote_pending);
-  KT_CHECK_EQ (s3.classes[k].live_blocks - s0.classes[k].live_blocks, N);
-  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks);
+  *s3 = kt_pool_stats ();
   pthread_barrier_wait (&bar);          /* looked */
   void *ret;
   KT_CHECK (pthread_join (t, &ret) == 0);
   KT_CHECK (ret == NULL);
+  pthread_barrier_destroy (&bar);
+}
 
+/* A thread that frees the main thread's blocks and then allocates
+   blocks of their class, with a chunk of that class of its own whose
+   list runs dry, gets those very blocks back from its batch, the one
+   it freed last first: no further chunk is claimed, nothing is
+   published, and the blocks count as live again.  Freed again, they
+   wait in the batch until the thread exits, and the trim collects
+   them.  */
+KT_TEST (a_thread_s_malloc_takes_back_the_blocks_in_its_batch)
+{
+  kame_pool_stats_t s0, s1, s3;
+  size_t k;
+  run_free_take_and_free (true, &s0, &s1, &s3, &k);
+  for (size_t i = 0; i < CARVED_LEFT; i++)
+    if (is_blk (taken[i]))
+      KT_FAILF ("malloc %zu gave %p from the batch before the thread's"
+                " own chunk ran dry", i, taken[i]);
+  for (size_t i = 0; i < N; i++)
+    if (taken[CARVED_LEFT + i] != blk[N - 1 - i])
+      KT_FAILF ("malloc %zu gave %p, not %p from the batch",
+                CARVED_LEFT + i, taken[CARVED_LEFT + i], blk[N - 1 - i]);
+  KT_CHECK_EQ (s3.remote_pending, s1.remote_pending);
+  KT_CHECK_EQ (s3.classes[k].live_blocks - s0.classes[k].live_blocks,
+               1 + CARVED_LEFT + N);
+  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks + 1);
   /* Freed into the batch again, published at the exit.  */
   kame_pool_stats_t s4 = kt_pool_stats ();
   KT_CHECK_EQ (s4.remote_pending - s1.remote_pending, N);
   KT_CHECK_EQ (s4.classes[k].live_blocks, s0.classes[k].live_blocks);
-  kame_pool_trim (0);
-  kame_pool_stats_t s5 = kt_pool_stats ();
-  KT_CHECK_EQ (s5.remote_pending, s0.remote_pending);
-  KT_CHECK_EQ (s5.classes[k].live_blocks, s0.classes[k].live_blocks);
-  KT_CHECK_EQ (s5.classes[k].chunks, s1.classes[k].chunks);
-  pthread_barrier_destroy (&bar);
+  check_trim_collects_all (&s0, &s1, k);
+}
+
+/* The same with no chunk of the class of its own: the thread's first
+   malloc of the class gets it a chunk instead, and publishes the
+   batch, so that the blocks' owner collects them.  A block handed to a
+   thread shares its lines with its neighbours, which other threads may
+   hold: taken back and written to, it would put both threads on one
+   line (bench/falseshare, passive).  */
+KT_TEST (a_thread_with_no_chunk_of_the_class_allocates_from_a_new_one)
+{
+  kame_pool_stats_t s0, s1, s3;
+  size_t k;
+  run_free_take_and_free (false, &s0, &s1, &s3, &k);
+  for (size_t i = 0; i < N; i++)
+    {
+      if (is_blk (taken[i]))
+        KT_FAILF ("malloc %zu gave %p from the batch", i, taken[i]);
+      KT_CHECK_EQ ((uintptr_t) taken[i] >> 18, (uintptr_t) taken[0] >> 18);
+    }
+  KT_CHECK ((uintptr_t) taken[0] >> 18 != (uintptr_t) blk[0] >> 18);
+  /* Published onto the main thread's chunk, still to be collected.  */
+  KT_CHECK_EQ (s3.remote_pending - s1.remote_pending, N);
+  KT_CHECK_EQ (s3.classes[k].live_blocks - s0.classes[k].live_blocks, N);
+  KT_CHECK_EQ (s3.classes[k].chunks, s1.classes[k].chunks + 1);
+  check_trim_collects_all (&s0, &s1, k);
 }
 
 /* Allocate the N blocks, wait until another thread has freed them into
@@ -535,6 +598,7 @@ KT_TEST (a_slot_of_small_blocks_holds_128_in_a_thread_that_only_frees)
 KT_MAIN (KT_CASE (frees_in_the_batch_of_an_exiting_thread_reach_their_owner),
          KT_CASE (a_batch_whose_header_was_written_to_is_collected_whole),
          KT_CASE (a_thread_s_malloc_takes_back_the_blocks_in_its_batch),
+         KT_CASE (a_thread_with_no_chunk_of_the_class_allocates_from_a_new_one),
          KT_CASE (a_batch_for_an_owner_that_has_exited_is_reclaimed),
          KT_CASE (fork_with_a_non_empty_batch_leaves_the_child_consistent),
          KT_CASE (a_slot_of_a_thread_that_only_frees_holds_16_kib),

@@ -221,10 +221,10 @@ is_blk (const void *p)
   return false;
 }
 
-/* Run free_take_and_free with OWN_FIRST, looking at its steps; the
-   caller checks TAKEN and the statistics S3 after the takes.  Its
-   blocks, freed by their owner at the end, then leave the pool as it
-   was before (S0), but for the main thread's chunk of the class.  */
+/* Allocate the N blocks (statistics before in *S0, after in *S1, the
+   class's row in *K) and run free_take_and_free with OWN, checking the
+   batch after the frees; in *S3 the statistics after the takes, for
+   the caller to check with TAKEN.  The thread has exited on return.  */
 static void
 run_free_take_and_free (bool own, kame_pool_stats_t *s0,
                         kame_pool_stats_t *s1, kame_pool_stats_t *s3,

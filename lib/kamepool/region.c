@@ -43,11 +43,11 @@ static kp_region_t *_Atomic kp_node_regions[KP_MAX_NODES];
 static _Atomic (size_t) kp_nregions;
 
 /* The bytes of resident pages that released units hold, over all
-   regions: the sum of the dirty units' rpages, in bytes.  A chunk released and
-   soon claimed again (a producer/consumer pair, a loop over a dedicated
-   size, the next generation of short-lived threads) then costs no
-   madvise and no page faults; past the budget, released pages go back
-   to the kernel at once.  Of those kept, the ones that stay free for a
+   regions: the sum of the dirty units' rpages, in bytes.  A chunk
+   released and soon claimed again (a producer/consumer pair, a loop
+   over a dedicated size, the next generation of short-lived threads)
+   then costs no madvise and no page faults; past the budget, released
+   pages go back to the kernel at once.  Of those kept, the ones that stay free for a
    whole decay period go back too, down to KP_DIRTY_KEEP
    (kp_units_decay).  The budget counts the pages a small chunk carved
    blocks into, not its whole units: a short-lived thread's chunks are

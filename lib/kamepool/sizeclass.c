@@ -11,6 +11,13 @@
    4096, 8192, 16384 and 32768 are exact and page-aligned.  Above 368
    bytes the internal waste is under 20 %.
 
+   The other classes between 4 KiB and 32 KiB are 64 bytes more than a
+   multiple of 1 KiB (5184, not 5120): the first lines of their blocks,
+   which malloc and free read and write, then fall at 64 different
+   offsets in a page, and so in 64 times as many sets of a cache
+   indexed by the address, instead of the same few (a 12288-byte class
+   put every block's first line in the sets of a page's first line).
+
    Above 32 KiB, the mid classes: 1 MiB / M rounded down to 1 KiB for
    M = 30, 28, ... 18 and 16, 15, ... 5, in chunks of 4 units (1 MiB)
    that they fill to within 1.6 %.  The step from one to the next is 6
@@ -30,8 +37,8 @@
   X (176) X (192) X (208) X (224) X (240) X (256) X (272) X (288) X (304) \
   X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (640) X (768) \
   X (896) X (1024) X (1280) X (1536) X (1792) X (2048) X (2560) X (3072) \
-  X (3584) X (4096) X (5120) X (6144) X (7168) X (8192) X (10240) X (12288) \
-  X (14336) X (16384) X (20480) X (24576) X (28672) X (32768) X (34816) \
+  X (3584) X (4096) X (5184) X (6208) X (7232) X (8192) X (10304) X (12352) \
+  X (14400) X (16384) X (20544) X (24640) X (28736) X (32768) X (34816) \
   X (36864) X (39936) X (43008) X (47104) X (52224) X (57344) X (65536) \
   X (69632) X (74752) X (79872) X (87040) X (95232) X (104448) X (115712) \
   X (131072) X (149504) X (174080) X (208896)

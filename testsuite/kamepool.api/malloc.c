@@ -359,7 +359,7 @@ KT_TEST (realloc_shrink_stays_in_place)
 KT_TEST (realloc_grow_within_usable_stays_in_place)
 {
   const size_t pairs[][2] = {
-    { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20480 },
+    { 1000, 1024 }, { 1, 16 }, { 370, 384 }, { 20000, 20544 },
     { 100 * KIB, 104448 }, { 33 * KIB, 34816 }, { 300 * KIB, 2 * UNIT },
     { MIB + 1, 5 * UNIT }, { 5 * MIB + 1, 5 * MIB + KT_PAGE }
   };
@@ -520,6 +520,45 @@ KT_TEST (a_list_freed_in_order_keeps_only_the_active_chunk)
   KT_CHECK (s2.chunks_live <= s0.chunks_live + 1);
 }
 
+/* The classes between 4 KiB and 32 KiB that are not powers of two are
+   64 bytes more than a multiple of 1 KiB, so that their blocks' first
+   lines fall at different offsets in a page (and so in different sets
+   of the caches): 32 blocks of a class nobody used yet, all in its
+   first chunk, start at 32 different line offsets.  The powers of two
+   keep their natural alignment: every block starts a page.  */
+KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
+{
+  enum { N = 32 };
+  for (size_t c = 0; c < KT_NCLASSES; c++)
+    {
+      size_t size = kt_classes[c];
+      if (size <= 4096 || size > 32768)
+        continue;
+      bool pow2 = (size & (size - 1)) == 0;
+      if (!pow2 && size % KIB != 64)
+        KT_FAILF ("class %zu is not 64 bytes over a multiple of 1 KiB",
+                  size);
+      void *p[N];
+      bool seen[64] = { false };
+      size_t offsets = 0;
+      for (size_t i = 0; i < N; i++)
+        {
+          p[i] = kame_pool_malloc (size);
+          KT_CHECK (p[i] != NULL);
+          KT_CHECK_EQ (kame_pool_malloc_usable_size (p[i]), size);
+          size_t line = ((uintptr_t) p[i] & 4095) >> 6;
+          if (!seen[line])
+            offsets++;
+          seen[line] = true;
+        }
+      if (offsets != (pow2 ? 1 : N) || (pow2 && !seen[0]))
+        KT_FAILF ("%zu blocks of class %zu start at %zu line offsets in "
+                  "their pages", (size_t) N, size, offsets);
+      for (size_t i = 0; i < N; i++)
+        kame_pool_free (p[i]);
+    }
+}
+
 KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (every_size_is_16_byte_aligned_with_its_class_usable_size),
          KT_CASE (usable_size_at_every_class_boundary),
@@ -539,4 +578,5 @@ KT_MAIN (KT_CASE (malloc_zero_returns_unique_pointers),
          KT_CASE (free_null_does_nothing),
          KT_CASE (freed_blocks_are_reused),
          KT_CASE (a_free_into_a_full_chunk_is_the_next_block_handed_out),
-         KT_CASE (a_list_freed_in_order_keeps_only_the_active_chunk))
+         KT_CASE (a_list_freed_in_order_keeps_only_the_active_chunk),
+         KT_CASE (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page))

@@ -106,7 +106,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
    the second chunk.  */
 KT_TEST (a_new_small_chunk_steps_chunks_and_units)
 {
-  static const size_t cls[] = { 7168, 12288, 28672, 69632, 208896 };
+  static const size_t cls[] = { 7232, 12352, 28736, 69632, 208896 };
   static const size_t units[] = { 1, 2, 4, 4, 4 };
   for (size_t k = 0; k < 5; k++)
     {

@@ -3,8 +3,8 @@
    from the region's bottom up, and a small chunk does not take the
    resident free units that a dedicated chunk left, which the next
    dedicated chunk of that size takes back whole.  Blocks of 1 MiB are
-   dedicated chunks of 4 units of 256 KiB; blocks of 12 KiB come from
-   small chunks of one unit.
+   dedicated chunks of 4 units of 256 KiB; blocks of 12352 bytes (a
+   size class) come from small chunks of two units.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -23,7 +23,7 @@
 #define MiB ((size_t) 1 << 20)
 #define UNIT ((uintptr_t) 256 * KiB)
 #define REGION ((uintptr_t) 32 * MiB)
-#define SMALL ((size_t) 12 * KiB)
+#define SMALL ((size_t) 12352)
 
 /* The unit of its region that P lies in, 0 to 127.  */
 static unsigned

@@ -12,11 +12,12 @@
    bytes the internal waste is under 20 %.
 
    The other classes between 4 KiB and 32 KiB are 64 bytes more than a
-   multiple of 1 KiB (5184, not 5120): the first lines of their blocks,
-   which malloc and free read and write, then fall at 64 different
-   offsets in a page, and so in 64 times as many sets of a cache
-   indexed by the address, instead of the same few (a 12288-byte class
-   put every block's first line in the sets of a page's first line).
+   multiple of 1 KiB (5184, not 5120): the first lines of the blocks of
+   a chunk, which malloc and free read and write, then fall at as many
+   different offsets in a page as the chunk has blocks (36 to 51), and
+   so in as many sets of a cache indexed by the address, instead of the
+   same one to four (a 12288-byte class put every block's first line in
+   the sets that hold a page's first line).
 
    Above 32 KiB, the mid classes: 1 MiB / M rounded down to 1 KiB for
    M = 30, 28, ... 18 and 16, 15, ... 5, in chunks of 4 units (1 MiB)

@@ -47,13 +47,14 @@ static _Atomic (size_t) kp_nregions;
    released and soon claimed again (a producer/consumer pair, a loop
    over a dedicated size, the next generation of short-lived threads)
    then costs no madvise and no page faults; past the budget, released
-   pages go back to the kernel at once.  Of those kept, the ones that stay free for a
-   whole decay period go back too, down to KP_DIRTY_KEEP
-   (kp_units_decay).  The budget counts the pages a small chunk carved
-   blocks into, not its whole units: a short-lived thread's chunks are
-   mostly untouched, and counted whole they filled the budget with a
-   few pages each, so that the next thread faulted every page in again.
-   Relaxed: an approximate count is enough for a budget.  */
+   pages go back to the kernel at once.  Of those kept, the ones that
+   stay free for a whole decay period go back too, down to
+   KP_DIRTY_KEEP (kp_units_decay).  The budget counts the pages a
+   small chunk carved blocks into, not its whole units: a short-lived
+   thread's chunks are mostly untouched, and counted whole they filled
+   the budget with a few pages each, so that the next thread faulted
+   every page in again.  Relaxed: an approximate count is enough for a
+   budget.  */
 static _Atomic (size_t) kp_dirty_count;
 
 /* kp_region_try_claim's CLS when any class's units do.  */

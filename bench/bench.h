@@ -327,4 +327,141 @@ kb_touch (void *p, size_t n)
     c[n - 1] = 0;
 }
 
+/* Sleeps SECONDS, through signals.  */
+static inline void
+kb_sleep (double seconds)
+{
+  struct timespec nap;
+  nap.tv_sec = (time_t) seconds;
+  nap.tv_nsec = (long) ((seconds - (double) nap.tv_sec) * 1e9);
+  while (nanosleep (&nap, &nap) != 0)
+    continue;
+}
+
+/* Blocks whose contents are checked at free, for the programs that
+   hand blocks between threads (churn, xstress): a block lost, handed
+   out twice or overwritten must stop the run, not make it fast.
+
+   A block of N >= 8 bytes at address P starts with N ^ kb_mix (P), so
+   the thread that frees it needs only the pointer; the other bytes
+   follow a pattern of P and N.  A block of 1 to 7 bytes has no room
+   for its length: the handle carries it in the top byte of the
+   pointer, which no x86-64 or AArch64 user address uses.  DENSE bytes
+   from the start are all written; past them one word per 4 KiB page,
+   and the last word, so that a large block is faulted in as a program
+   that uses it would be, without making the run a test of memset.  */
+typedef uintptr_t kb_handle;
+
+static inline uint64_t
+kb_mix (uint64_t x)
+{
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+/* The word of the pattern at offset OFF of a block keyed by KEY.  */
+static inline uint64_t
+kb_word (uint64_t key, size_t off)
+{
+  return key + (uint64_t) off * 0x9e3779b97f4a7c15u;
+}
+
+/* Runs BODY for each checked piece of a block of N bytes, with OFF its
+   offset and WIDTH its width: every byte of a block under 8 bytes;
+   otherwise the words from offset 8 up to DENSE, one word per page
+   after that, and the last word.  A macro, so that fill and check walk
+   the same offsets and both stay as fast as an open-coded loop.  */
+#define KB_WALK(n, dense, off, width, body)                             \
+  do                                                                    \
+    {                                                                   \
+      size_t kb_n_ = (n), kb_d_ = (dense) < kb_n_ ? (dense) : kb_n_;    \
+      size_t off, width;                                                \
+      if (kb_n_ < 8)                                                    \
+        {                                                               \
+          width = 1;                                                    \
+          for (off = 0; off < kb_n_; off++)                             \
+            body;                                                       \
+          break;                                                        \
+        }                                                               \
+      width = 8;                                                        \
+      for (off = 8; off + 8 <= kb_d_; off += 8)                         \
+        body;                                                           \
+      for (off = (off + 4095) & ~(size_t) 4095; off + 16 <= kb_n_;      \
+           off += 4096)                                                 \
+        body;                                                           \
+      if (kb_n_ >= 16 && kb_n_ - 8 >= kb_d_)                            \
+        {                                                               \
+          off = kb_n_ - 8;                                              \
+          body;                                                         \
+        }                                                               \
+    }                                                                   \
+  while (0)
+
+/* Allocates N >= 1 bytes, writes them, and returns the handle.  */
+static inline kb_handle
+kb_block_new (const char *prog, size_t n, size_t dense)
+{
+  unsigned char *p = malloc (n);
+  uint64_t key;
+
+  if (p == NULL)
+    kb_die (prog, "malloc failed");
+  if ((uintptr_t) p >> 56 != 0)
+    kb_die (prog, "malloc returned an address above 2^56; cannot tag it");
+  key = kb_mix ((uintptr_t) p ^ ((uint64_t) n << 40));
+  if (n >= 8)
+    {
+      uint64_t h = (uint64_t) n ^ kb_mix ((uintptr_t) p);
+      memcpy (p, &h, 8);
+    }
+  KB_WALK (n, dense, off, width,
+           {
+             uint64_t v = kb_word (key, off);
+             memcpy (p + off, &v, width);
+           });
+  return (uintptr_t) p | (n < 8 ? (uintptr_t) n << 56 : 0);
+}
+
+/* Checks the block of handle H, made with the same DENSE, and frees
+   it; reports the first bad byte and aborts on corruption.  Returns
+   the block's size.  */
+static inline size_t
+kb_block_free (const char *prog, kb_handle h, size_t dense, size_t max)
+{
+  unsigned char *p = (unsigned char *) (h & (((uintptr_t) 1 << 56) - 1));
+  size_t n = (size_t) (h >> 56);
+  uint64_t key;
+
+  if (n == 0)
+    {
+      uint64_t w;
+      memcpy (&w, p, 8);
+      w ^= kb_mix ((uintptr_t) p);
+      if (w < 8 || w > max)
+        {
+          fprintf (stderr, "%s: block %p: its length word is corrupt"
+                   " (%#llx)\n", prog, (void *) p, (unsigned long long) w);
+          abort ();
+        }
+      n = (size_t) w;
+    }
+  key = kb_mix ((uintptr_t) p ^ ((uint64_t) n << 40));
+  KB_WALK (n, dense, off, width,
+           {
+             uint64_t v = kb_word (key, off);
+             uint64_t got = 0;
+             memcpy (&got, p + off, width);
+             if (width == 1 ? (unsigned char) got != (unsigned char) v
+                 : got != v)
+               {
+                 fprintf (stderr, "%s: block %p of %zu bytes is corrupt"
+                          " at offset %zu\n", prog, (void *) p, n, off);
+                 abort ();
+               }
+           });
+  free (p);
+  return n;
+}
+
 #endif /* KP_BENCH_H */

@@ -19,7 +19,8 @@ BENCH_PROGS = \
 	bench/altest \
 	bench/generations \
 	bench/large_random \
-	bench/ascap
+	bench/ascap \
+	bench/churn
 EXTRA_PROGRAMS += $(BENCH_PROGS)
 CLEANFILES += $(BENCH_PROGS)
 
@@ -78,6 +79,9 @@ bench_large_random_LDADD = $(BENCH_LDADD)
 bench_ascap_SOURCES = bench/ascap.c bench/bench.h
 bench_ascap_CFLAGS = $(BENCH_CFLAGS)
 bench_ascap_LDADD = $(BENCH_LDADD)
+bench_churn_SOURCES = bench/churn.c bench/bench.h
+bench_churn_CFLAGS = $(BENCH_CFLAGS)
+bench_churn_LDADD = $(BENCH_LDADD)
 
 ## A copy of libkamepool with the TLS model the build did not choose,
 ## so that the tables show the hot-path cost of both models side by

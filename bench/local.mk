@@ -20,7 +20,9 @@ BENCH_PROGS = \
 	bench/generations \
 	bench/large_random \
 	bench/ascap \
-	bench/churn
+	bench/churn \
+	bench/xstress \
+	bench/idle
 EXTRA_PROGRAMS += $(BENCH_PROGS)
 CLEANFILES += $(BENCH_PROGS)
 
@@ -82,6 +84,12 @@ bench_ascap_LDADD = $(BENCH_LDADD)
 bench_churn_SOURCES = bench/churn.c bench/bench.h
 bench_churn_CFLAGS = $(BENCH_CFLAGS)
 bench_churn_LDADD = $(BENCH_LDADD)
+bench_xstress_SOURCES = bench/xstress.c bench/bench.h
+bench_xstress_CFLAGS = $(BENCH_CFLAGS)
+bench_xstress_LDADD = $(BENCH_LDADD)
+bench_idle_SOURCES = bench/idle.c bench/bench.h
+bench_idle_CFLAGS = $(BENCH_CFLAGS)
+bench_idle_LDADD = $(BENCH_LDADD)
 
 ## A copy of libkamepool with the TLS model the build did not choose,
 ## so that the tables show the hot-path cost of both models side by

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 4u
+#define KAME_POOL_STATS_VERSION 5u
 /* Rows of kame_pool_stats_t.classes: at least the number of size
    classes; NCLASSES says how many are filled.  (Version 3 had 64 rows,
    and a caller of that version gets the first 64 classes.)  */
@@ -80,6 +80,14 @@ typedef struct kame_pool_stats
   size_t nclasses;              /* rows of CLASSES filled */
   /* Version 4: more rows (the classes above 32 KiB).  */
   kame_pool_class_stats_t classes[KAME_POOL_STATS_CLASSES];
+  /* Version 5: memory given back and taken again.  */
+  size_t discard_calls;         /* madvise calls that gave pages back, ever */
+  size_t discard_pages;         /* pages they gave back, ever */
+  size_t refault_units;         /* free units reused after that, ever */
+  size_t background_passes;     /* ticks of the background purge, ever */
+  size_t background_pages;      /* pages it gave back, ever */
+  size_t background_starts;     /* times its thread was started, ever */
+  size_t background_running;    /* 1 while its thread runs */
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

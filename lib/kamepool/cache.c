@@ -330,6 +330,22 @@ kp_l2_take (size_t need, size_t below, bool bigger)
   return big_e != 0 ? kp_l2_take_slot (big, big_e) : 0;
 }
 
+/* The background purge ticks the second level's decay too, once the
+   level has held a block (purge.c).  */
+static size_t kp_l2_decay (uint32_t now, uint32_t delay, size_t *calls);
+
+static void
+kp_l2_purge_register (void)
+{
+  static const kp_purge_upper_t upper = { kp_l2_decay, kp_l2_bytes };
+  static _Atomic (bool) registered;
+  if (!atomic_load_explicit (&registered, memory_order_relaxed))
+    {
+      kp_purge_register (KP_PURGE_UPPER_CACHE, &upper);
+      atomic_store_explicit (&registered, true, memory_order_relaxed);
+    }
+}
+
 /* Put E in the second level if it fits under CAP with RESERVED bytes
    held elsewhere (the caller's first level); false otherwise.  */
 static bool
@@ -346,10 +362,24 @@ kp_l2_put (uintptr_t e, size_t cap, size_t reserved)
             && atomic_compare_exchange_strong_explicit (&kp_l2[i], &empty, e,
                                                         memory_order_release,
                                                         memory_order_relaxed))
-          return true;
+          {
+            kp_l2_purge_register ();
+            return true;
+          }
       }
   atomic_fetch_sub_explicit (&kp_l2_total, bytes, memory_order_relaxed);
   return false;
+}
+
+/* A large free that took the long way ends here: the heap is whole,
+   and the thread may be made (kp_purge_poll) for what the free left to
+   give back, in the free units or the second level.  */
+static void
+kp_cache_purge_poll (void)
+{
+  if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
+      == KP_PURGE_NONE)
+    kp_purge_start ();
 }
 
 /* Where the next eviction starts: puts fill the lowest empty slot, so
@@ -610,11 +640,14 @@ kp_cache_free_dedicated (kp_chunk_t *c, void *p)
   KP_ASSERT (p == kp_chunk_data (c));
   atomic_store_explicit (&c->kind, KP_KIND_CACHED, memory_order_relaxed);
   unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
-  if (kp_cache_put (kp_entry_chunk_at (p, units), true))
-    return;
-  atomic_store_explicit (&c->kind, KP_KIND_DEDICATED, memory_order_relaxed);
-  kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
-                                                 : KP_PAGES_LAZY_LARGE);
+  if (!kp_cache_put (kp_entry_chunk_at (p, units), true))
+    {
+      atomic_store_explicit (&c->kind, KP_KIND_DEDICATED,
+                             memory_order_relaxed);
+      kp_units_release (c, kp_cache_tearing_down () ? KP_PAGES_DISCARD
+                                                     : KP_PAGES_LAZY_LARGE);
+    }
+  kp_cache_purge_poll ();
 }
 
 kp_chunk_t *
@@ -689,6 +722,7 @@ kp_cache_free_mapping_long (uintptr_t e)
 {
   if (!kp_cache_put (e, true))
     kp_mapping_release (kp_entry_base (e));
+  kp_cache_purge_poll ();
 }
 
 void

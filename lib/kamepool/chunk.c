@@ -674,6 +674,8 @@ kp_chunk_let_go (kp_chunk_t *c)
   return true;
 }
 
+static void kp_abandoned_note (void);
+
 /* Give up ownership of C, which H owns.  True when C is abandoned;
    false when remote frees arrived first: H then still owns C and has
    collected them.  */
@@ -681,11 +683,138 @@ bool
 kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h)
 {
   atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
+  /* The background purge gives its free pages back once it has waited
+     the delay unadopted (kp_abandoned_decay).  */
+  c->idle_since = kp_clock_ms ();
+  c->decayed = false;
   if (kp_chunk_let_go (c))
-    return true;
+    {
+      kp_abandoned_note ();
+      return true;
+    }
   atomic_store_explicit (&c->owner, h, memory_order_relaxed);
   kp_chunk_collect (c);
   return false;
+}
+
+/* The background purge of abandoned chunks.  kp_abandoned_waiting
+   counts the abandonments the purge has not seen pass the delay: added
+   to (relaxed) by every abandonment, and set by each walk, through an
+   add of its difference, to the chunks it found too young, so that
+   abandonments during the walk still count.  A hint: a chunk adopted
+   meanwhile only makes the next walk find nothing.  */
+static _Atomic (size_t) kp_abandoned_waiting;
+
+static size_t
+kp_abandoned_held (void)
+{
+  return atomic_load_explicit (&kp_abandoned_waiting, memory_order_relaxed);
+}
+
+/* Take abandoned chunk C, whose hint the caller took, as an adopter
+   does, for the background purge: give its free pages back if at NOW
+   it has waited DELAY since its abandonment, release it if it is
+   empty, and let it go again.  The pages given back; *YOUNG is set
+   when C must wait longer.  */
+static size_t
+kp_abandoned_purge (kp_chunk_t *c, uint32_t now, uint32_t delay,
+                    size_t *calls, bool *young)
+{
+  uintptr_t tf = atomic_load_explicit (&c->xthread_free,
+                                       memory_order_relaxed);
+  do
+    if (tf & KP_TF_OWNED)
+      return 0;                 /* an adopter has it */
+  while (!atomic_compare_exchange_weak_explicit (&c->xthread_free, &tf,
+                                                 tf | KP_TF_OWNED,
+                                                 memory_order_acquire,
+                                                 memory_order_relaxed));
+  size_t pages = 0;
+  if (atomic_load_explicit (&c->kind, memory_order_relaxed) == KP_KIND_SMALL
+      && c->used != 0 && !c->decayed)
+    {
+      kp_chunk_collect (c);
+      if (c->used != 0)
+        {
+          if (now - c->idle_since >= delay)
+            {
+              pages = kp_chunk_purge (c, calls);
+              c->decayed = true;
+            }
+          else
+            *young = true;
+        }
+    }
+  for (;;)
+    {
+      kp_chunk_collect (c);
+      if (c->used == 0)
+        {
+          kp_chunk_release (c, KP_PAGES_LAZY);
+          return pages;
+        }
+      if (kp_chunk_let_go (c))
+        return pages;
+    }
+}
+
+static size_t
+kp_abandoned_decay (uint32_t now, uint32_t delay, size_t *calls)
+{
+  size_t seen = atomic_load_explicit (&kp_abandoned_waiting,
+                                      memory_order_relaxed);
+  size_t pages = 0, young = 0;
+  KP_FOR_EACH_REGION (r)
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      {
+        uint64_t bits = atomic_load_explicit (&r->abandoned[w],
+                                              memory_order_relaxed);
+        for (; bits != 0; bits &= bits - 1)
+          {
+            kp_chunk_t *c = &r->desc[w * 64
+                                     + (unsigned) __builtin_ctzll (bits)];
+            if (!kp_hint_take (c))
+              continue;
+            bool wait = false;
+            pages += kp_abandoned_purge (c, now, delay, calls, &wait);
+            young += wait;
+          }
+      }
+  atomic_fetch_add_explicit (&kp_abandoned_waiting, young - seen,
+                             memory_order_relaxed);
+  return pages;
+}
+
+/* A chunk was abandoned: the background purge has one more to wait
+   for.  */
+static void
+kp_abandoned_note (void)
+{
+  static const kp_purge_upper_t upper = { kp_abandoned_decay,
+                                          kp_abandoned_held };
+  static _Atomic (bool) registered;
+  if (!atomic_load_explicit (&registered, memory_order_relaxed))
+    {
+      kp_purge_register (KP_PURGE_UPPER_CHUNKS, &upper);
+      atomic_store_explicit (&registered, true, memory_order_relaxed);
+    }
+  atomic_fetch_add_explicit (&kp_abandoned_waiting, 1, memory_order_relaxed);
+}
+
+void
+kp_chunk_hand_over (kp_heap_t *h, kp_chunk_t *c, enum kp_release_pages pages)
+{
+  for (;;)
+    {
+      kp_chunk_collect (c);
+      if (c->used == 0)
+        {
+          kp_chunk_release (c, pages);
+          return;
+        }
+      if (kp_chunk_abandon (c, h))
+        return;
+    }
 }
 
 /* The first block of small chunk C below its bump pointer, outside the
@@ -781,6 +910,30 @@ kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
    returns the block just freed, whose line is still in the cache,
    instead of one freed a whole chunk ago: on a ring of live 8 KiB
    blocks, whose heads fall in the same cache set, that matters.  */
+/* H is freeing a working set (KP_SHED_STREAK full chunks turned
+   partial and no refill): hand the partial chunks of class CLS over,
+   all but the newest.  The list is oldest first, so those are the
+   chunks whose blocks were freed first, most likely all that will be.  Abandoned, its free pages go back once it has waited the
+   delay, by the background purge (kp_abandoned_decay), where on the
+   owner's list only the owner's next refill would have given them
+   back; and a later refill of any thread adopts it again.  Not with
+   the background purge off: the owner's own passes purge its partial
+   chunks, and no one would purge the abandoned ones.  The end of a
+   free: the thread may be made.  */
+static KP_NOINLINE void
+kp_chunk_shed (kp_heap_t *h, unsigned cls)
+{
+  kp_chunk_t *c;
+  while ((c = h->partial[cls].head) != h->partial[cls].tail)
+    {
+      kp_partial_remove (h, c);
+      kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
+    }
+  if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
+      == KP_PURGE_NONE)
+    kp_purge_start ();
+}
+
 void
 kp_chunk_unfull (kp_chunk_t *c)
 {
@@ -792,6 +945,9 @@ kp_chunk_unfull (kp_chunk_t *c)
   if (a->free != NULL)
     {
       kp_partial_push (h, c);
+      if (kp_unlikely (++h->unfull_streak > KP_SHED_STREAK)
+          && kp_setting (&kp_background_purge))
+        kp_chunk_shed (h, cls);
       return;
     }
   kp_tc.active[cls] = c;
@@ -811,6 +967,8 @@ kp_chunk_retire (kp_chunk_t *c)
     return;
   kp_partial_remove (kp_tc.heap, c);
   kp_chunk_release (c, KP_PAGES_LAZY);
+  /* The end of a free: the heap is whole again.  */
+  kp_purge_poll ();
 }
 
 /* We have just set the OWNED bit of C, which had no owner.  Collect,

@@ -154,9 +154,9 @@ kp_heap_decay (kp_heap_t *h)
   h->decay_last = now;
   kp_heap_decay_pass (h, now, (uint32_t) delay);
   size_t calls = 0, pages = kp_cache_decay (h, now, (uint32_t) delay, &calls);
+  pages += kp_units_decay (now, (uint32_t) delay, &calls);
   if (calls != 0)
     kp_heap_count_purges (h, calls, pages);
-  kp_units_decay (now, (uint32_t) delay);
 }
 
 /* Give back now what the calling thread's heap holds free, without
@@ -187,23 +187,6 @@ kp_heap_trim (void)
   return pages;
 }
 
-/* Hand over or release chunk C of an exiting thread.  */
-static void
-kp_thread_exit_chunk (kp_heap_t *h, kp_chunk_t *c, enum kp_release_pages pages)
-{
-  for (;;)
-    {
-      kp_chunk_collect (c);
-      if (c->used == 0)
-        {
-          kp_chunk_release (c, pages);
-          return;
-        }
-      if (kp_chunk_abandon (c, h))
-        return;
-    }
-}
-
 /* The pthread key destructor: release the thread's empty chunks and
    abandon the others for adoption.  Frees that come later (from other
    key destructors) take the remote path, and mallocs go to libc.  */
@@ -225,14 +208,14 @@ kp_thread_exit (void *arg)
       if (c != &kp_empty_chunk)
         {
           c->active = false;
-          kp_thread_exit_chunk (h, c, pages);
+          kp_chunk_hand_over (h, c, pages);
         }
       while ((c = kp_partial_pop (h, cls)) != NULL)
-        kp_thread_exit_chunk (h, c, pages);
+        kp_chunk_hand_over (h, c, pages);
       while ((c = h->full[cls].head) != NULL)
         {
           kp_full_remove (h, c);
-          kp_thread_exit_chunk (h, c, pages);
+          kp_chunk_hand_over (h, c, pages);
         }
       h->full_new[cls] = 0;
     }
@@ -242,6 +225,8 @@ kp_thread_exit (void *arg)
     h->decay_seen[cls] = 0;
   kp_tc.heap = &kp_heap_dead;
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
+  /* The thread's mallocs go to the C library from here on.  */
+  kp_purge_poll ();
 }
 
 /* The key whose destructor is kp_thread_exit, made by the first
@@ -292,6 +277,9 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
         return kp_libc_malloc (n);
       h = kp_tc.heap;
     }
+  /* Before anything of the heap moves: pthread_create may allocate.  */
+  kp_purge_poll ();
+  h->unfull_streak = 0;
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)
     {

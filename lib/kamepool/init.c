@@ -134,6 +134,7 @@ kp_atfork_prepare (void)
   kp_heap_t *h = kp_tc.heap;
   if (kp_heap_live (h) && !h->rbatch_taking)
     kp_rbatch_flush_all (h);
+  kp_purge_atfork_prepare ();
 }
 
 /* In the child of a fork, an initialisation that another thread of the
@@ -141,6 +142,7 @@ kp_atfork_prepare (void)
 static void
 kp_atfork_child (void)
 {
+  kp_purge_atfork_child ();
   int running = KP_INIT_RUNNING;
   atomic_compare_exchange_strong_explicit (&kp_init_state, &running,
                                            KP_INIT_NONE,
@@ -198,7 +200,8 @@ kp_process_init (void)
   kp_misuse_init ();
   /* Without the handlers (no memory for them) a fork still works: the
      child only loses the restart of an initialisation in progress.  */
-  pthread_atfork (kp_atfork_prepare, NULL, kp_atfork_child);
+  pthread_atfork (kp_atfork_prepare, kp_purge_atfork_parent,
+                  kp_atfork_child);
   errno = saved;
   kp_initialising = false;
   atomic_store_explicit (&kp_init_state, KP_INIT_DONE, memory_order_release);

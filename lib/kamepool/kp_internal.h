@@ -123,6 +123,10 @@ kp_round_up (size_t n, size_t to)
 /* A released small chunk keeps at most this much of the resident pages
    that earlier chunks left in a unit past its own (region.c).  */
 #define KP_DIRTY_TAIL ((size_t) 32 << 10)
+/* The ticks of the free units' decay in one delay: a unit goes back
+   between DELAY and DELAY * (1 + 1 / KP_DECAY_STEPS) ms after its
+   release (region.c, purge.c).  */
+#define KP_DECAY_STEPS 4
 /* How many chunks of classes it does not allocate from a heap may take
    over through frees (chunk.c).  Keeping such a chunk makes this
    thread's later frees into it plain owner frees (a consumer freeing
@@ -132,6 +136,11 @@ kp_round_up (size_t n, size_t to)
 /* Regions an adoption scans before it gives up (chunk.c): adoption is
    an optimisation, not a duty.  */
 #define KP_ADOPT_REGIONS 32
+/* Full chunks a thread's frees move to its partial lists with no
+   refill in between, past which it sheds its oldest partial chunks of
+   the class (chunk.c, kp_chunk_shed): a thread that frees that much
+   and allocates nothing is tearing a working set down.  */
+#define KP_SHED_STREAK 16
 /* The large recycle cache (cache.c): blocks in a thread's first level,
    mappings in the shared second level, and the default cap.  */
 #define KP_L1_SLOTS 4
@@ -434,11 +443,12 @@ typedef struct kp_region
      set by fetch_or before the release of the claim bits, cleared by
      the claim winner's fetch_and.  Relaxed; the count is a budget.  */
   _Atomic (uint64_t) dirty[KP_CLAIM_WORDS];
-  /* The dirty units that were free and resident already at the last
-     tick of kp_units_decay, which writes it (relaxed store); a release
-     clears the bits of its run (relaxed fetch_and).  A hint: a purge
-     claims each unit before it discards its pages.  */
-  _Atomic (uint64_t) aged[KP_CLAIM_WORDS];
+  /* Free units whose pages a discard gave back since their last use:
+     set by the discarder (relaxed fetch_or, while it holds the claim
+     bits), cleared by the claim winner (relaxed fetch_and), which
+     counts the units it takes so (kp_units_refaulted).  Statistics
+     only.  */
+  _Atomic (uint64_t) discarded[KP_CLAIM_WORDS];
   /* Distance from unit u back to its chunk's first unit.  Written
      relaxed ONLY after the claim CAS is won (writing them before the
      CAS was the historical double-allocation race).  */
@@ -481,6 +491,13 @@ typedef struct kp_region
      (kp_units_claim).  A hint: a stale value only moves a chunk to
      other units.  */
   _Atomic (uint8_t) rcls[KP_UNITS];
+  /* The decay clock (kp_clock_ms) when unit u was last released
+     keeping its pages: written by that releaser (relaxed, before its
+     release fetch_and), read relaxed by the decay, which gives the
+     unit's pages back once it has been free that long
+     (kp_units_decay); the decay claims the unit before it discards,
+     so a stale value only delays or hastens one purge.  */
+  _Atomic (uint32_t) freed_at[KP_UNITS];
 } kp_region_t;
 
 /* The batch of remote frees (chunk.c): a thread's frees into chunks
@@ -628,6 +645,11 @@ struct kp_heap
   /* The decay (heap.c): the coarse clock at the last pass, in ms.
      Owner-only.  */
   uint32_t decay_now, decay_last, decay_ticks;
+  /* Full chunks that frees moved to the partial lists since the last
+     refill (kp_chunk_unfull): past KP_SHED_STREAK the thread is
+     freeing a working set, and hands its oldest partial chunks over
+     (kp_chunk_shed).  Owner-only.  */
+  uint32_t unfull_streak;
   /* What each class's active chunk looked like at the last pass: the
      same at the next one means the class went unused in between.  */
   uintptr_t decay_seen[KP_NCLASS];
@@ -839,6 +861,11 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 KP_HIDDEN void *kp_os_map_aligned (size_t size, size_t align);
 KP_HIDDEN void kp_os_unmap (void *p, size_t size);
 KP_HIDDEN void kp_os_discard (void *p, size_t size);
+typedef struct
+{
+  _Atomic (size_t) calls, pages;
+} kp_os_discards_t;
+KP_HIDDEN extern kp_os_discards_t kp_os_discards;
 KP_HIDDEN size_t kp_os_page_size_slow (void);
 /* The page size: set once by the first kp_os_page_size_slow (any
    thread may race to store the same value; relaxed).  */
@@ -897,6 +924,7 @@ typedef KP_SETTING (size_t) kp_size_setting_t;
   atomic_exchange_explicit (&(s)->value, (v), memory_order_relaxed)
 
 KP_HIDDEN extern kp_int_setting_t kp_decay_ms;  /* ms; -1: never */
+KP_HIDDEN extern kp_int_setting_t kp_background_purge;  /* purge.c's thread */
 KP_HIDDEN extern kp_int_setting_t kp_misuse_abort; /* 1 abort, 0 report */
 KP_HIDDEN extern kp_int_setting_t kp_stats_at_exit;
 KP_HIDDEN extern kp_int_setting_t kp_cap_strict; /* 1: NULL at the cap */
@@ -960,11 +988,15 @@ enum kp_release_pages
    chunk (CLS is KP_CLS_DEDICATED).  */
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, unsigned cls);
 KP_HIDDEN void kp_units_purge_dirty (void);
-/* The decay of the free units kept resident: every DELAY ms, those
-   that stayed free and resident for a whole period go back to the
-   kernel while more than KP_DIRTY_KEEP bytes of them are resident.
-   NOW is the decay clock (kp_clock_ms).  */
-KP_HIDDEN void kp_units_decay (uint32_t now, uint32_t delay);
+/* The decay of the free units kept resident: at most every DELAY / 4
+   ms (KP_DECAY_STEPS), those that have stayed free and resident for
+   DELAY ms go back to the kernel while more than KP_DIRTY_KEEP bytes
+   of them are resident.  NOW is the decay clock (kp_clock_ms).  The
+   pages given back; *CALLS counts the madvise calls.  */
+KP_HIDDEN size_t kp_units_decay (uint32_t now, uint32_t delay,
+                                 size_t *calls);
+/* Free units claimed again after their pages were given back, ever.  */
+KP_HIDDEN size_t kp_units_refaulted (void);
 KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 /* The bytes of resident pages that the free units hold, and how many
@@ -989,6 +1021,60 @@ kp_region_next (const kp_region_t *r)
        r = kp_region_next (r))
 KP_HIDDEN size_t kp_region_count (void);
 
+/* ---- The background purge (purge.c) ------------------------------------ */
+
+enum
+{
+  KP_PURGE_NONE,                /* no thread */
+  KP_PURGE_RUNNING,             /* the thread runs, or is being made */
+  KP_PURGE_OFF                  /* the setting or the decay is off */
+};
+/* Written by the pollers' CAS and the thread (purge.c says how); read
+   relaxed by kp_purge_poll.  */
+KP_HIDDEN extern _Atomic (int) kp_purge_state;
+/* The decay of a layer above the regions that the thread runs on its
+   ticks (the large cache's shared level): DECAY as kp_units_decay,
+   HELD the bytes it holds now.  */
+typedef struct
+{
+  size_t (*decay) (uint32_t now, uint32_t delay, size_t *calls);
+  size_t (*held) (void);
+} kp_purge_upper_t;
+enum
+{
+  KP_PURGE_UPPER_CHUNKS,        /* chunk.c: the abandoned chunks */
+  KP_PURGE_UPPER_CACHE,         /* cache.c: the shared level */
+  KP_PURGE_UPPERS
+};
+KP_HIDDEN void kp_purge_register (unsigned slot,
+                                  const kp_purge_upper_t *upper);
+/* Make the thread, if the setting allows and there is work.  */
+KP_HIDDEN void kp_purge_start (void);
+/* The thread's work, ever, and whether it runs now.  */
+typedef struct
+{
+  size_t passes, calls, pages, starts;
+  bool running;
+} kp_purge_stats_t;
+KP_HIDDEN void kp_purge_counts_read (kp_purge_stats_t *out);
+KP_HIDDEN void kp_purge_atfork_prepare (void);
+KP_HIDDEN void kp_purge_atfork_parent (void);
+KP_HIDDEN void kp_purge_atfork_child (void);
+
+/* A point where the calling thread's heap is consistent, so that the
+   allocations of pthread_create may run: make the thread when there is
+   none and free units wait to be given back.  A load and a compare
+   when the thread runs, or when there is nothing.  */
+KP_INLINE void
+kp_purge_poll (void)
+{
+  if (kp_unlikely (atomic_load_explicit (&kp_purge_state,
+                                         memory_order_relaxed)
+                   == KP_PURGE_NONE)
+      && kp_dirty_bytes () > KP_DIRTY_KEEP)
+    kp_purge_start ();
+}
+
 /* ---- Transparent-hugepage advice (policy.c) ---------------------------- */
 
 KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_POOL_THP_* value */
@@ -1012,6 +1098,11 @@ KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
 KP_HIDDEN void kp_remote_pending (size_t pending[KP_NCLASS]);
 KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
+/* Release chunk C, which H owns and has taken off its lists, if it is
+   empty, else abandon it for adoption (collecting what arrives
+   meanwhile).  PAGES as kp_units_release.  */
+KP_HIDDEN void kp_chunk_hand_over (kp_heap_t *h, kp_chunk_t *c,
+                                   enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages);
 KP_HIDDEN void kp_chunk_retire (kp_chunk_t *c);
 /* The owner freed a block into C, on its full list / A, the active

@@ -10,6 +10,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/options.c \
 	lib/kamepool/radix.c \
 	lib/kamepool/region.c \
+	lib/kamepool/purge.c \
 	lib/kamepool/sizeclass.c \
 	lib/kamepool/sizeclass-lut.h \
 	lib/kamepool/thread.c \

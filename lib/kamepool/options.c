@@ -6,7 +6,8 @@
    version 2.1 or later; see COPYING.
 
    setting                 environment            default   setter (page)
-   kp_decay_ms             KAME_POOL_DECAY_MS     100 ms    -  (kamepool(7))
+   kp_decay_ms             KAME_POOL_DECAY_MS     500 ms    -  (kamepool(7))
+   kp_background_purge     KAME_POOL_BACKGROUND_PURGE  on   -  (kamepool(7))
    kp_misuse_abort         KAME_POOL_ON_MISUSE    abort     -  (kamepool(7))
    kp_stats_at_exit        KAME_POOL_STATS        off       -  (kamepool(7))
    kp_cap_strict           KAME_POOL_STRICT_CAP   off       kame_pool_set_cap_policy(3)
@@ -44,7 +45,8 @@
 #include "kp_internal.h"
 #include "env-flag.h"
 
-kp_int_setting_t kp_decay_ms = { 100 };
+kp_int_setting_t kp_decay_ms = { 500 };
+kp_int_setting_t kp_background_purge = { 1 };
 kp_int_setting_t kp_misuse_abort = { 1 };
 kp_int_setting_t kp_stats_at_exit;
 kp_int_setting_t kp_cap_strict;
@@ -132,6 +134,8 @@ kp_options_init (void)
   kp_setting_set (&kp_stats_at_exit,
                   kp_option_flag ("KAME_POOL_STATS", false));
   kp_option_decay ();
+  kp_setting_set (&kp_background_purge,
+                  kp_option_flag ("KAME_POOL_BACKGROUND_PURGE", true));
   kp_option_misuse ();
   /* Only ever switches it on: a program that set the policy before its
      first allocation keeps its choice.  */

@@ -92,7 +92,15 @@ kp_os_discard (void *p, size_t size)
   int saved = errno;
   madvise (p, size, MADV_DONTNEED);
   errno = saved;
+  atomic_fetch_add_explicit (&kp_os_discards.calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_os_discards.pages, size >> kp_page_shift (),
+                             memory_order_relaxed);
 }
+
+/* Every kp_os_discard, ever: its madvise calls and the pages they gave
+   back.  Relaxed adds by any thread, relaxed loads by the statistics;
+   each call is a system call already.  */
+kp_os_discards_t kp_os_discards;
 
 size_t
 kp_os_page_size_slow (void)

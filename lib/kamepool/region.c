@@ -57,6 +57,23 @@ static _Atomic (size_t) kp_nregions;
    budget.  */
 static _Atomic (size_t) kp_dirty_count;
 
+/* The units claimed now (kp_claim_won adds a claim's, kp_units_release
+   takes a release's away), and their recent peak: raised by a claim
+   that passes it, brought down by every tick of kp_units_decay by an
+   eighth of the way to the units claimed then.  The dirty budget is
+   the peak less the units claimed (kp_dirty_budget): a program that
+   frees a working set it had a moment ago keeps its pages for the next
+   one, and the units claimed plus the free ones kept never pass the
+   recent peak.  Relaxed, and the peak's update a load and a store (a
+   lost update only moves a budget).  */
+static _Atomic (size_t) kp_claimed_units;
+static _Atomic (size_t) kp_claimed_peak;
+
+/* Free units claimed again whose pages a discard had given back
+   (DISCARDED in the region; kp_claim_won counts them): each faults its
+   pages in again.  Relaxed, read by the statistics.  */
+static _Atomic (size_t) kp_refault_units;
+
 /* kp_region_try_claim's CLS when any class's units do.  */
 #define KP_CLS_ANY 254
 
@@ -85,9 +102,21 @@ kp_dirty_units (void)
 }
 
 size_t
+kp_units_refaulted (void)
+{
+  return atomic_load_explicit (&kp_refault_units, memory_order_relaxed);
+}
+
+size_t
 kp_units_discards (void)
 {
   return atomic_load_explicit (&kp_discard_count, memory_order_relaxed);
+}
+
+static inline uint64_t
+kp_run_mask (unsigned units)
+{
+  return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
 }
 
 /* Give the pages of the UNITS units at unit BASE of R back to the
@@ -98,6 +127,9 @@ kp_units_discard (kp_region_t *r, unsigned base, unsigned units)
   kp_os_discard ((char *) r + ((size_t) base << KP_UNIT_SHIFT),
                  (size_t) units << KP_UNIT_SHIFT);
   memset (&r->rpages[base], 0, units);
+  atomic_fetch_or_explicit (&r->discarded[base / 64],
+                            kp_run_mask (units) << (base % 64),
+                            memory_order_relaxed);
   atomic_fetch_add_explicit (&kp_discard_count, 1, memory_order_relaxed);
 }
 
@@ -171,12 +203,6 @@ kp_region_new (unsigned node)
   return r;
 }
 
-static inline uint64_t
-kp_run_mask (unsigned units)
-{
-  return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
-}
-
 /* The units of word W of R that are free and still resident; the claim
    word read in *CLAIM.  */
 static inline uint64_t
@@ -221,6 +247,18 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
   if (pages != 0)
     atomic_fetch_sub_explicit (&kp_dirty_count, pages << kp_page_shift (),
                                memory_order_relaxed);
+  uint64_t refault = atomic_fetch_and_explicit (&r->discarded[base / 64],
+                                                ~bits, memory_order_relaxed)
+                     & bits;
+  if (refault != 0)
+    atomic_fetch_add_explicit (&kp_refault_units,
+                               (size_t) __builtin_popcountll (refault),
+                               memory_order_relaxed);
+  size_t n = (size_t) __builtin_popcountll (bits);
+  size_t claimed = atomic_fetch_add_explicit (&kp_claimed_units, n,
+                                              memory_order_relaxed) + n;
+  if (claimed > atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed))
+    atomic_store_explicit (&kp_claimed_peak, claimed, memory_order_relaxed);
   return &r->desc[base];
 }
 
@@ -468,23 +506,32 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
 }
 
 /* Give the pages of free, resident units back to the kernel (with
-   AGED, only those that were so at the last tick of kp_units_decay)
-   until at most KEEP bytes of them remain.  Each unit is claimed for
+   AGE, only those released at least AGE ms before NOW) until at most
+   KEEP bytes of them remain.  Each unit is claimed for
    the moment (so no one else can take it while its pages go),
-   discarded and released.  */
-static void
-kp_units_purge_where (bool aged, size_t keep)
+   discarded and released.  The pages given back; *CALLS counts the
+   discards.  */
+static size_t
+kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
+                      size_t *calls)
 {
+  size_t pages = 0;
   KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
         {
           if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
               <= keep)
-            return;
+            return pages;
           uint64_t v, d = kp_free_dirty (r, w, &v);
-          if (aged)
-            d &= atomic_load_explicit (&r->aged[w], memory_order_relaxed);
+          if (age != 0)
+            for (uint64_t m = d; m != 0; m &= m - 1)
+              {
+                unsigned u = w * 64 + (unsigned) __builtin_ctzll (m);
+                if (now - atomic_load_explicit (&r->freed_at[u],
+                                                memory_order_relaxed) < age)
+                  d &= ~(m & -m);
+              }
           if (d == 0)
             break;
           uint64_t bit = d & -d;
@@ -498,11 +545,14 @@ kp_units_purge_where (bool aged, size_t keep)
                                          (size_t) r->rpages[u]
                                          << kp_page_shift (),
                                          memory_order_relaxed);
+              pages += r->rpages[u];
+              ++*calls;
               kp_units_discard (r, u, 1);
             }
           atomic_fetch_and_explicit (&r->claim[w], ~bit,
                                      memory_order_release);
         }
+  return pages;
 }
 
 /* All of them: a working set was torn down, the large cache's cap was
@@ -510,26 +560,30 @@ kp_units_purge_where (bool aged, size_t keep)
 void
 kp_units_purge_dirty (void)
 {
-  kp_units_purge_where (false, 0);
+  size_t calls = 0;
+  kp_units_purge_where (0, 0, 0, &calls);
 }
 
 /* The decay clock of the last tick (kp_tick_due).  */
 static _Atomic (uint32_t) kp_dirty_tick;
 
-void
-kp_units_decay (uint32_t now, uint32_t delay)
+size_t
+kp_units_decay (uint32_t now, uint32_t delay, size_t *calls)
 {
-  if (!kp_tick_due (&kp_dirty_tick, now, delay))
-    return;
-  /* The units free and resident at the last tick and still so now have
-     been unused for a whole period.  */
-  kp_units_purge_where (true, KP_DIRTY_KEEP);
-  KP_FOR_EACH_REGION (r)
-    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
-      atomic_store_explicit (&r->aged[w],
-                             atomic_load_explicit (&r->dirty[w],
-                                                   memory_order_relaxed),
-                             memory_order_relaxed);
+  if (!kp_tick_due (&kp_dirty_tick, now, delay / KP_DECAY_STEPS))
+    return 0;
+  size_t pages = kp_units_purge_where (now, delay != 0 ? delay : 1,
+                                       KP_DIRTY_KEEP, calls);
+  /* The recent peak comes down towards what is claimed now, by a
+     128th of the way a tick: by half in about 22 delays.  */
+  size_t claimed = atomic_load_explicit (&kp_claimed_units,
+                                         memory_order_relaxed);
+  size_t peak = atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed);
+  if (peak > claimed)
+    atomic_store_explicit (&kp_claimed_peak,
+                           peak - (peak - claimed + 127) / 128,
+                           memory_order_relaxed);
+  return pages;
 }
 
 /* A tick of kp_units_decay when one is due, for a release that keeps
@@ -539,8 +593,25 @@ static void
 kp_units_decay_tick (void)
 {
   int delay = kp_setting (&kp_decay_ms);
+  size_t calls = 0;
   if (delay >= 0)
-    kp_units_decay (kp_clock_ms (), (uint32_t) delay);
+    kp_units_decay (kp_clock_ms (), (uint32_t) delay, &calls);
+}
+
+/* The bytes of resident pages that a release of UNITS units may keep
+   among the free units: the recent peak of the units claimed less
+   those claimed without the release's, and at least KP_DIRTY_BUDGET
+   (plus the large cache's cap for the large tier, LARGE).  */
+static size_t
+kp_dirty_budget (unsigned units, bool large)
+{
+  size_t claimed = atomic_load_explicit (&kp_claimed_units,
+                                         memory_order_relaxed);
+  size_t peak = atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed);
+  claimed = claimed > units ? claimed - units : 0;
+  size_t budget = peak > claimed ? (peak - claimed) << KP_UNIT_SHIFT : 0;
+  size_t floor = KP_DIRTY_BUDGET + (large ? kp_cache_cap_now () : 0);
+  return budget > floor ? budget : floor;
 }
 
 /* The pages of unit U of R that chunk C, of kind KIND, touched: a
@@ -594,9 +665,7 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
         {
           unsigned t = kp_unit_touched_pages (r, c, kind, base + i);
           unsigned old = r->rpages[base + i];
-          kept[i] = (uint8_t) (old <= t ? t
-                               : old - t <= (KP_DIRTY_TAIL >> sh)
-                                 || pages == KP_PAGES_KEEP ? old : t);
+          kept[i] = (uint8_t) (old <= t ? t : old);
           tails |= kept[i] < old;
           bytes += kept[i];
         }
@@ -608,9 +677,8 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
          dedicated chunks past the thread's first-level cache come
          here, not to a second cache level, and the free runs they
          leave coalesce and serve any size (kp_units_claim).  */
-      size_t budget = KP_DIRTY_BUDGET;
-      if (pages == KP_PAGES_LAZY_LARGE)
-        budget += kp_cache_cap_now ();
+      size_t budget = kp_dirty_budget (units,
+                                       pages == KP_PAGES_LAZY_LARGE);
       if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
           + bytes > budget)
         pages = KP_PAGES_DISCARD;
@@ -641,10 +709,14 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
       for (unsigned i = 0; i < units; i++)
         atomic_store_explicit (&r->rcls[base + i], cls,
                                memory_order_relaxed);
+      uint32_t now = kp_clock_ms ();
+      for (unsigned i = 0; i < units; i++)
+        atomic_store_explicit (&r->freed_at[base + i], now,
+                               memory_order_relaxed);
       atomic_fetch_add_explicit (&kp_dirty_count, bytes, memory_order_relaxed);
-      atomic_fetch_and_explicit (&r->aged[w], ~bits, memory_order_relaxed);
       atomic_fetch_or_explicit (&r->dirty[w], bits, memory_order_relaxed);
     }
+  atomic_fetch_sub_explicit (&kp_claimed_units, units, memory_order_relaxed);
   /* Last: from here on the units may be claimed again.  */
   atomic_fetch_and_explicit (&r->claim[w], ~bits, memory_order_release);
   /* Pairs with the fence of a claimer that clears the hint (see

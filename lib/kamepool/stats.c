@@ -159,6 +159,19 @@ kame_pool_get_stats (kame_pool_stats_t *s)
     return;
   kp_stats_small (s, want == 3 ? KP_STATS_CLASSES_V3
                                : KAME_POOL_STATS_CLASSES);
+  if (want < 5)
+    return;
+  s->discard_calls = atomic_load_explicit (&kp_os_discards.calls,
+                                           memory_order_relaxed);
+  s->discard_pages = atomic_load_explicit (&kp_os_discards.pages,
+                                           memory_order_relaxed);
+  s->refault_units = kp_units_refaulted ();
+  kp_purge_stats_t p;
+  kp_purge_counts_read (&p);
+  s->background_passes = p.passes;
+  s->background_pages = p.pages;
+  s->background_starts = p.starts;
+  s->background_running = p.running;
 }
 
 size_t
@@ -206,6 +219,14 @@ kp_print_stats (void)
             s.small_free_bytes >> 10, s.purged_bytes >> 10, s.purge_pages,
             s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
             s.abandoned_chunks, s.abandoned_bytes >> 10);
+  kp_os_write_stderr (buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: given back: %zu pages in %zu madvise calls ever; "
+            "free units reused after that: %zu; background purge: %zu "
+            "passes, %zu pages, started %zu times, %s\n",
+            s.discard_pages, s.discard_calls, s.refault_units,
+            s.background_passes, s.background_pages, s.background_starts,
+            s.background_running ? "running" : "not running");
   kp_os_write_stderr (buf);
   kp_os_write_stderr ("kamepool: class    size  chunks  live-blocks  "
                       "free-blocks  resident-KiB\n");

@@ -29,14 +29,14 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
   KT_CHECK (p != NULL);
   kame_pool_get_stats (NULL);
 
-  for (unsigned v = 0; v <= 5; v++)
+  for (unsigned v = 0; v <= 6; v++)
     {
       kame_pool_stats_t s;
       memset (&s, 0xab, sizeof s);
       s.version = v;
       kame_pool_get_stats (&s);
       KT_CHECK_EQ (s.version, v);
-      KT_CHECK_EQ (s.version_supported, 4);
+      KT_CHECK_EQ (s.version_supported, 5);
       if (v == 0)
         {
           KT_CHECK_EQ (s.regions_populated, UNTOUCHED);
@@ -96,6 +96,22 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK (s.small_live_bytes >= 64);
           KT_CHECK_EQ (s.small_free_bytes,
                        s.small_resident_bytes - s.small_live_bytes);
+        }
+      if (v < 5)
+        {
+          KT_CHECK_EQ (s.discard_calls, UNTOUCHED);
+          KT_CHECK_EQ (s.background_running, UNTOUCHED);
+        }
+      else
+        {
+          /* Nothing was freed yet: nothing given back, no thread.  */
+          KT_CHECK_EQ (s.discard_calls, 0);
+          KT_CHECK_EQ (s.discard_pages, 0);
+          KT_CHECK_EQ (s.refault_units, 0);
+          KT_CHECK_EQ (s.background_passes, 0);
+          KT_CHECK_EQ (s.background_pages, 0);
+          KT_CHECK_EQ (s.background_starts, 0);
+          KT_CHECK_EQ (s.background_running, 0);
         }
     }
   kame_pool_free (p);

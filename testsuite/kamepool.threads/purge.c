@@ -1,0 +1,375 @@
+/* purge.c -- kamepool.threads tests of the background purge: the
+   memory a program frees goes back to the kernel once it has stayed
+   unused for the decay's delay, with no allocation at all after the
+   frees (the free units of released chunks, and the free pages of the
+   chunks a thread sheds when it frees a working set); a steady cycle
+   over a working set gives back nothing and faults nothing after its
+   first round; the thread is gone once there is nothing left, is made
+   again in a forked child, and a process that cannot make threads
+   goes on without it.
+   kptest-env: KAME_POOL_DECAY_MS=100
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#ifdef __linux__
+# include <linux/filter.h>
+# include <linux/seccomp.h>
+# include <sys/prctl.h>
+# include <sys/syscall.h>
+#endif
+
+#include "kame_pool.h"
+#include "kptest.h"
+#include "kptest-pool.h"
+
+#define KIB ((size_t) 1024)
+#define UNIT (256 * KIB)
+#define KEEP (1024 * KIB)       /* what the free units' decay keeps */
+#define SIZE ((size_t) 4096)    /* 64 blocks to a one-unit chunk */
+#define PER_UNIT (UNIT / SIZE)
+#define UNITS 16
+/* How long a test waits for the purge at most: many delays, for a
+   loaded machine or a sanitizer's build.  Not a bound on speed: the
+   tests assert what was given back, never how fast.  */
+#define WAIT_MS 10000
+
+static void *units[UNITS];
+
+static void
+sleep_ms (long ms)
+{
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+  while (nanosleep (&ts, &ts) != 0)
+    ;
+}
+
+/* The threads of this process, from /proc/self/status; 0 if unknown.  */
+static long
+thread_count (void)
+{
+  FILE *f = fopen ("/proc/self/status", "r");
+  char line[256];
+  long n = 0;
+  if (f == NULL)
+    return 0;
+  while (fgets (line, sizeof line, f) != NULL)
+    if (strncmp (line, "Threads:", 8) == 0)
+      n = strtol (line + 8, NULL, 10);
+  fclose (f);
+  return n;
+}
+
+/* Fill UNITS one-unit chunks, write every page, free it all and exit:
+   the chunks are released as they empty, and at the exit.  */
+static void *
+fill_and_free (void *arg)
+{
+  static void *p[UNITS * PER_UNIT];
+  (void) arg;
+  for (size_t i = 0; i < UNITS * PER_UNIT; i++)
+    {
+      if ((p[i] = kame_pool_malloc (SIZE)) == NULL)
+        return "malloc failed";
+      memset (p[i], 0x3c, SIZE);
+    }
+  for (size_t u = 0; u < UNITS; u++)
+    units[u] = (void *) ((uintptr_t) p[u * PER_UNIT] & ~(uintptr_t) (UNIT - 1));
+  for (size_t i = 0; i < UNITS * PER_UNIT; i++)
+    kame_pool_free (p[i]);
+  return NULL;
+}
+
+static bool
+run_thread (void *(*fn) (void *))
+{
+  pthread_t t;
+  void *ret;
+  return pthread_create (&t, NULL, fn, NULL) == 0
+         && pthread_join (t, &ret) == 0 && ret == NULL;
+}
+
+/* How many of the UNITS units still have a resident page.  */
+static size_t
+resident_units (void)
+{
+  size_t n = 0;
+  for (size_t u = 0; u < UNITS; u++)
+    n += kt_resident_count (units[u], UNIT) != 0;
+  return n;
+}
+
+/* Wait, allocating nothing, until the free units are down to what the
+   decay keeps; false after WAIT_MS.  */
+static bool
+wait_for_free_units (size_t bytes)
+{
+  for (long t = 0; t < WAIT_MS; t += 10)
+    {
+      if (kt_pool_stats ().dirty_bytes <= bytes)
+        return true;
+      sleep_ms (10);
+    }
+  return false;
+}
+
+/* The 16 units an exited thread released stay resident, counted among
+   the free units; with no allocation at all from then on, the
+   background purge gives 12 of them back, down to the 1 MiB that the
+   decay keeps.  */
+KT_TEST (free_units_go_back_after_the_delay_with_no_allocation)
+{
+  KT_CHECK (kame_pool_trim (0) >= 0);
+  KT_CHECK_EQ (kt_pool_stats ().dirty_bytes, 0);
+  kame_pool_stats_t before = kt_pool_stats ();
+  KT_CHECK (run_thread (fill_and_free));
+  KT_CHECK_EQ (kt_pool_stats ().dirty_bytes, UNITS * UNIT);
+  if (!wait_for_free_units (KEEP))
+    KT_FAILF ("%zu bytes of free units still resident",
+              kt_pool_stats ().dirty_bytes);
+  kame_pool_stats_t after = kt_pool_stats ();
+  KT_CHECK_EQ (after.dirty_bytes, KEEP);
+  KT_CHECK_EQ (resident_units (), KEEP / UNIT);
+  KT_CHECK (after.background_starts > before.background_starts);
+  KT_CHECK (after.background_passes > before.background_passes);
+  KT_CHECK (after.background_pages - before.background_pages
+            >= (UNITS - KEEP / UNIT) * PER_UNIT);
+  KT_CHECK (after.discard_pages - before.discard_pages
+            >= (UNITS - KEEP / UNIT) * PER_UNIT);
+}
+
+/* Once nothing is left to give back, the thread exits: the process has
+   one thread again.  */
+KT_TEST (the_purge_thread_exits_when_nothing_is_left)
+{
+  KT_CHECK (kame_pool_trim (0) >= 0);
+  KT_CHECK (run_thread (fill_and_free));
+  KT_CHECK_EQ (kt_pool_stats ().background_running, 1);
+  long t = 0;
+  while (t < WAIT_MS && (kt_pool_stats ().background_running != 0
+                         || thread_count () != 1))
+    {
+      sleep_ms (10);
+      t += 10;
+    }
+  KT_CHECK_EQ (kt_pool_stats ().background_running, 0);
+  KT_CHECK_EQ (thread_count (), 1);
+  KT_CHECK_EQ (kt_pool_stats ().dirty_bytes, KEEP);
+}
+
+/* ---- A working set freed but for every 64th block ------------------- */
+
+#define BLK ((size_t) 1024)     /* 4 blocks to a page, 256 to a chunk */
+#define NBLK (32 * 256)
+
+/* This thread, which stays alive and idle, frees all but every 64th of
+   8192 blocks in the order it allocated them: past 16 chunks freed into
+   with no refill it hands the older ones over, and the background
+   purge gives back every page of theirs that holds no live block.  At
+   most two chunks keep all their pages: the newest one on the thread's
+   partial list, and its active chunk.  */
+KT_TEST (a_freed_working_set_goes_back_but_its_live_pages)
+{
+  static char *p[NBLK];
+  for (size_t i = 0; i < NBLK; i++)
+    {
+      if ((p[i] = kame_pool_malloc (BLK)) == NULL)
+        KT_FAILF ("malloc %zu failed", i);
+      memset (p[i], 0x5a, BLK);
+    }
+  for (size_t i = 0; i < NBLK; i++)
+    if (i % 64 != 0)
+      kame_pool_free (p[i]);
+  /* The chunks, and the pages of each that hold a live block.  */
+  enum { CHUNKS = 40 };
+  uintptr_t base[CHUNKS];
+  size_t live_pages[CHUNKS], nchunks = 0;
+  for (size_t i = 0; i < NBLK; i++)
+    {
+      uintptr_t b = (uintptr_t) p[i] & ~(uintptr_t) (UNIT - 1);
+      size_t k = 0;
+      while (k < nchunks && base[k] != b)
+        k++;
+      if (k == nchunks)
+        {
+          if (nchunks == CHUNKS)
+            KT_FAILF ("more than %d chunks", CHUNKS);
+          base[nchunks] = b;
+          live_pages[nchunks++] = 0;
+        }
+      if (i % 64 == 0)
+        live_pages[k]++;        /* 64 blocks apart: never one page */
+    }
+  size_t whole = 0, purged = 0;
+  for (long t = 0; t < WAIT_MS; t += 10)
+    {
+      whole = purged = 0;
+      for (size_t k = 0; k < nchunks; k++)
+        {
+          size_t r = kt_resident_count ((void *) base[k], UNIT);
+          if (r == live_pages[k])
+            purged++;
+          else
+            whole++;
+        }
+      if (whole <= 2)
+        break;
+      sleep_ms (10);
+    }
+  if (whole > 2)
+    KT_FAILF ("%zu of %zu chunks keep pages with no live block", whole,
+              nchunks);
+  KT_CHECK (purged >= nchunks - 2);
+  for (size_t i = 0; i < NBLK; i += 64)
+    for (size_t j = 0; j < BLK; j++)
+      if (p[i][j] != 0x5a)
+        KT_FAILF ("block %zu changed at byte %zu", i, j);
+  for (size_t i = 0; i < NBLK; i += 64)
+    kame_pool_free (p[i]);
+}
+
+/* ---- A steady workload ------------------------------------------------- */
+
+/* Round after round, allocate a working set of blocks of 64 to 4096
+   bytes and free it all: from the third round on, nothing is given
+   back and no page is faulted in, in any thread, the purge's included.
+   (The second round still faults a few pages in: a chunk that takes a
+   free unit another class left may carve further than that class did;
+   the unit keeps those pages from then on.)  */
+KT_TEST (a_steady_cycle_gives_back_nothing_and_faults_nothing)
+{
+  enum { N = 4096, ROUNDS = 10 };
+  static void *p[N];
+  struct rusage ru;
+  long faults = 0;
+  size_t calls = 0;
+  for (int round = 0; round < ROUNDS; round++)
+    {
+      for (size_t i = 0; i < N; i++)
+        {
+          size_t size = 64 + (i * 97) % 4033;
+          if ((p[i] = kame_pool_malloc (size)) == NULL)
+            KT_FAILF ("round %d: malloc failed", round);
+          memset (p[i], round, size);
+        }
+      for (size_t i = 0; i < N; i++)
+        kame_pool_free (p[i]);
+      getrusage (RUSAGE_SELF, &ru);
+      size_t c = kt_pool_stats ().discard_calls;
+      if (round > 1 && (ru.ru_minflt != faults || c != calls))
+        KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
+                  round, ru.ru_minflt - faults, c - calls);
+      faults = ru.ru_minflt;
+      calls = c;
+    }
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/* A child forked while the parent's purge thread runs has no purge
+   thread, and makes its own for what it frees; the parent's goes on.  */
+KT_TEST (a_forked_child_makes_its_own_purge_thread)
+{
+  KT_CHECK (kame_pool_trim (0) >= 0);
+  KT_CHECK (run_thread (fill_and_free));
+  KT_CHECK_EQ (kt_pool_stats ().background_running, 1);
+  pid_t pid = fork ();
+  KT_CHECK (pid >= 0);
+  if (pid == 0)
+    {
+      kame_pool_stats_t s = kt_pool_stats ();
+      int bad = s.background_running != 0 || thread_count () != 1;
+      /* The units the parent freed are free in the child too: the
+         child's next release makes its own thread for them.  */
+      bad |= !run_thread (fill_and_free);
+      bad |= !wait_for_free_units (KEEP) << 1;
+      bad |= (kt_pool_stats ().background_starts <= s.background_starts) << 2;
+      _exit (bad);
+    }
+  int status;
+  KT_CHECK_EQ (waitpid (pid, &status, 0), pid);
+  KT_CHECK (WIFEXITED (status));
+  KT_CHECK_EQ (WEXITSTATUS (status), 0);
+  if (!wait_for_free_units (KEEP))
+    KT_FAILF ("%zu bytes of free units still resident in the parent",
+              kt_pool_stats ().dirty_bytes);
+}
+
+/* ---- No threads -------------------------------------------------------- */
+
+#ifdef __linux__
+/* Forbid clone and clone3 (EAGAIN) to this process from now on.  */
+static bool
+forbid_threads (void)
+{
+  struct sock_filter filter[] = {
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 2, 0),
+#ifdef __NR_clone3
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 1, 0),
+#else
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 1, 0),
+#endif
+    BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+  };
+  struct sock_fprog prog = { sizeof filter / sizeof filter[0], filter };
+  return prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+         && prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+#endif
+
+/* A process that may not make threads (a sandbox) frees a working set:
+   the purge thread cannot be made, and the process goes on as before,
+   with nothing on stderr; the memory stays usable.  */
+KT_TEST (a_process_that_cannot_make_threads_goes_on_without_the_purge)
+{
+#ifdef __linux__
+  if (!forbid_threads ())
+    KT_UNSUPPORTED ("no seccomp filter: %s", strerror (errno));
+#else
+  KT_UNSUPPORTED ("no seccomp on this system");
+#endif
+  int err[2];
+  KT_CHECK (pipe (err) == 0);
+  int saved = dup (2);
+  KT_CHECK (dup2 (err[1], 2) == 2);
+  static void *p[UNITS * PER_UNIT];
+  for (int round = 0; round < 3; round++)
+    {
+      for (size_t i = 0; i < UNITS * PER_UNIT; i++)
+        if ((p[i] = kame_pool_malloc (SIZE)) == NULL)
+          KT_FAILF ("round %d: malloc failed", round);
+      for (size_t i = 0; i < UNITS * PER_UNIT; i++)
+        kame_pool_free (p[i]);
+      sleep_ms (50);
+    }
+  dup2 (saved, 2);
+  close (err[1]);
+  char buf[256];
+  ssize_t n = read (err[0], buf, sizeof buf - 1);
+  if (n > 0)
+    {
+      buf[n] = '\0';
+      KT_FAILF ("stderr: %s", buf);
+    }
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.background_starts, 0);
+  KT_CHECK_EQ (s.background_running, 0);
+  KT_CHECK_EQ (thread_count (), 1);
+}
+
+KT_MAIN (KT_CASE (free_units_go_back_after_the_delay_with_no_allocation),
+         KT_CASE (the_purge_thread_exits_when_nothing_is_left),
+         KT_CASE (a_freed_working_set_goes_back_but_its_live_pages),
+         KT_CASE (a_steady_cycle_gives_back_nothing_and_faults_nothing),
+         KT_CASE (a_forked_child_makes_its_own_purge_thread),
+         KT_CASE (a_process_that_cannot_make_threads_goes_on_without_the_purge))

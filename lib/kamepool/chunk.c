@@ -894,29 +894,14 @@ kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
     kp_partial_push (h, a);
 }
 
-/* The owner freed a block into C, which is on its full list (the block
-   is already on C's free list, and used not yet decremented).  While
-   the active chunk of the class has free blocks, C goes to the tail of
-   the partial list, where the frees of the blocks around it gather
-   while it waits: making it active with its one block would cost a
-   refill at almost every malloc under a large live set freed at
-   random.  When the active chunk has none, C becomes the active
-   chunk, and the one it replaces is released when it is empty, and
-   otherwise goes to the head of the partial list, or back to the full
-   list when it has no room.
-   (On the partial list an empty chunk would wait until its class is
-   next refilled, which may be never: a list emptied in order would
-   leave every chunk of its nodes' class behind.)  The next malloc then
-   returns the block just freed, whose line is still in the cache,
-   instead of one freed a whole chunk ago: on a ring of live 8 KiB
-   blocks, whose heads fall in the same cache set, that matters.  */
 /* H is freeing a working set (KP_SHED_STREAK full chunks turned
    partial and no refill): hand the partial chunks of class CLS over,
    all but the newest.  The list is oldest first, so those are the
-   chunks whose blocks were freed first, most likely all that will be.  Abandoned, its free pages go back once it has waited the
+   chunks whose blocks were freed first, most likely all that will
+   be.  Abandoned, their free pages go back once they have waited the
    delay, by the background purge (kp_abandoned_decay), where on the
    owner's list only the owner's next refill would have given them
-   back; and a later refill of any thread adopts it again.  Not with
+   back; and a later refill of any thread adopts them again.  Not with
    the background purge off: the owner's own passes purge its partial
    chunks, and no one would purge the abandoned ones.  The end of a
    free: the thread may be made.  */
@@ -934,6 +919,25 @@ kp_chunk_shed (kp_heap_t *h, unsigned cls)
     kp_purge_start ();
 }
 
+/* The owner freed a block into C, which is on its full list (the block
+   is already on C's free list, and used not yet decremented).  While
+   the active chunk of the class has free blocks, C goes to the tail of
+   the partial list, where the frees of the blocks around it gather
+   while it waits: making it active with its one block would cost a
+   refill at almost every malloc under a large live set freed at
+   random.  When the active chunk has none, C becomes the active
+   chunk, and the one it replaces is released when it is empty, and
+   otherwise goes to the head of the partial list, or back to the full
+   list when it has no room.
+   (On the partial list an empty chunk would wait until its class is
+   next refilled, which may be never: a list emptied in order would
+   leave every chunk of its nodes' class behind.)  The next malloc then
+   returns the block just freed, whose line is still in the cache,
+   instead of one freed a whole chunk ago: on a ring of live 8 KiB
+   blocks, whose heads fall in the same cache set, that matters.
+   Past KP_SHED_STREAK such moves with no refill, the thread is
+   freeing a working set, and sheds its older partial chunks
+   (kp_chunk_shed).  */
 void
 kp_chunk_unfull (kp_chunk_t *c)
 {

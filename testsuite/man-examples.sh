@@ -70,6 +70,10 @@ fi
 srcdir=$(cd "$srcdir" && pwd) || exit 2
 builddir=$(cd "$builddir" && pwd) || exit 2
 libdir=$builddir/.libs
+# The compiler, by its path: the sessions' "cc" below runs it.
+ccword=${cc%% *}
+ccpath=$(command -v "$ccword") || { echo "man-examples.sh: no compiler '$ccword'" >&2; exit 2; }
+cc="$ccpath${cc#"$ccword"}"
 
 # The tools the sessions see first in PATH.
 tools=$(mktemp -d "${TMPDIR:-/tmp}/man-examples.XXXXXX") || exit 2

@@ -336,12 +336,14 @@ ck_bump_alloc_reset (ck_bump_alloc_t *alloc)
   alloc->mode = CK_BUMP_MODE_UNINITIALIZED;
 }
 
-static void ck_bump_report (const char *fmt, ...)
-  __attribute__ ((format (printf, 1, 2)));
+static void ck_bump_report (const char *context, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
 
-/* Print one "ck_bump_alloc_init: " line on stderr, keeping errno.  */
+/* Print one "ck_bump_alloc_init: " line on stderr, keeping errno:
+   CONTEXT (what failed before, or "") and then the message.  A call
+   that fails prints one line only, whatever it tried.  */
 static void
-ck_bump_report (const char *fmt, ...)
+ck_bump_report (const char *context, const char *fmt, ...)
 {
   int saved_errno = errno;
   char line[512];
@@ -351,7 +353,7 @@ ck_bump_report (const char *fmt, ...)
   va_start (ap, fmt);
   vsnprintf (line, sizeof line, fmt, ap);
   va_end (ap);
-  fprintf (stderr, "ck_bump_alloc_init: %s\n", line);
+  fprintf (stderr, "ck_bump_alloc_init: %s%s\n", context, line);
   errno = saved_errno;
 }
 
@@ -365,12 +367,13 @@ ck_env_flag (const char *name)
 /* Map the weights file privately over [weights_base, activations_base)
    of a fresh anonymous region; the private mapping shares the page
    cache, so the weights are never copied, and writes stay in this
-   process.  On failure, print why, set errno, return -1 and leave
-   nothing mapped or open; ALLOC is then untouched.  */
+   process.  On failure, print why after CONTEXT (what failed before,
+   or ""), set errno, return -1 and leave nothing mapped or open; ALLOC
+   is then untouched.  */
 static int
 ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
                          size_t total_size, size_t weights_base,
-                         size_t activations_base)
+                         size_t activations_base, const char *context)
 {
   size_t page = ck_page_size ();
   size_t span = activations_base - weights_base;
@@ -378,15 +381,15 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
 
   if (path == NULL)
     {
-      ck_bump_report ("mixed mode needs a weights file, "
+      ck_bump_report (context, "mixed mode needs a weights file, "
                       "but weights_path is NULL");
       errno = EINVAL;
       return -1;
     }
   if (weights_base % page != 0)
     {
-      ck_bump_report ("weights_base %zu is not a multiple of the page "
-                      "size %zu, so %s cannot be mapped there",
+      ck_bump_report (context, "weights_base %zu is not a multiple of "
+                      "the page size %zu, so %s cannot be mapped there",
                       weights_base, page, path);
       errno = EINVAL;
       return -1;
@@ -394,7 +397,7 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
   size_t len = ck_align_up (total_size, page);
   if (len == 0)
     {
-      ck_bump_report ("total_size %zu is too large", total_size);
+      ck_bump_report (context, "total_size %zu is too large", total_size);
       errno = ENOMEM;
       return -1;
     }
@@ -404,7 +407,7 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
   int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0)
     {
-      ck_bump_report ("cannot open weights file %s: %s", path,
+      ck_bump_report (context, "cannot open weights file %s: %s", path,
                       strerror (errno));
       return -1;
     }
@@ -412,24 +415,25 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
   if (fstat (fd, &st) != 0)
     {
       err = errno;
-      ck_bump_report ("cannot stat weights file %s: %s", path,
+      ck_bump_report (context, "cannot stat weights file %s: %s", path,
                       strerror (err));
     }
   else if (S_ISDIR (st.st_mode))
     {
       err = EISDIR;
-      ck_bump_report ("weights file %s is a directory", path);
+      ck_bump_report (context, "weights file %s is a directory", path);
     }
   else if (!S_ISREG (st.st_mode))
     {
       err = EINVAL;
-      ck_bump_report ("weights file %s is not a regular file", path);
+      ck_bump_report (context, "weights file %s is not a regular file", path);
     }
   else if ((uintmax_t) st.st_size < (uintmax_t) span)
     {
       err = EINVAL;
-      ck_bump_report ("weights file %s has %jd bytes, fewer than the %zu "
-                      "from weights_base %zu to activations_base %zu",
+      ck_bump_report (context, "weights file %s has %jd bytes, fewer "
+                      "than the %zu from weights_base %zu to "
+                      "activations_base %zu",
                       path, (intmax_t) st.st_size, span, weights_base,
                       activations_base);
     }
@@ -444,7 +448,8 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
   if (base == NULL)
     {
       err = errno;
-      ck_bump_report ("cannot map %zu bytes: %s", len, strerror (err));
+      ck_bump_report (context, "cannot map %zu bytes: %s", len,
+                      strerror (err));
       close (fd);
       errno = err;
       return -1;
@@ -459,7 +464,7 @@ ck_bump_alloc_try_mixed (ck_bump_alloc_t *alloc, const char *path,
       if (w == MAP_FAILED)
         {
           err = errno;
-          ck_bump_report ("cannot map weights file %s: %s", path,
+          ck_bump_report (context, "cannot map weights file %s: %s", path,
                           strerror (err));
           munmap (base, len);
           close (fd);
@@ -491,7 +496,7 @@ ck_bump_alloc_init (ck_bump_alloc_t *alloc, const char *weights_path,
 {
   if (alloc == NULL)
     {
-      ck_bump_report ("alloc is NULL");
+      ck_bump_report ("", "alloc is NULL");
       errno = EINVAL;
       return -1;
     }
@@ -499,9 +504,10 @@ ck_bump_alloc_init (ck_bump_alloc_t *alloc, const char *weights_path,
   if (total_size == 0
       || weights_base > activations_base || activations_base > total_size)
     {
-      ck_bump_report ("invalid layout weights_base=%zu activations_base=%zu "
-                      "total_size=%zu (need weights_base <= "
-                      "activations_base <= total_size, total_size > 0)",
+      ck_bump_report ("", "invalid layout weights_base=%zu "
+                      "activations_base=%zu total_size=%zu (need "
+                      "weights_base <= activations_base <= total_size, "
+                      "total_size > 0)",
                       weights_base, activations_base, total_size);
       errno = EINVAL;
       return -1;
@@ -511,7 +517,7 @@ ck_bump_alloc_init (ck_bump_alloc_t *alloc, const char *weights_path,
   bool disable_mixed = ck_env_flag ("CK_BUMP_DISABLE_MIXED");
   if (force_mixed && disable_mixed)
     {
-      ck_bump_report ("CK_BUMP_FORCE_MIXED and CK_BUMP_DISABLE_MIXED "
+      ck_bump_report ("", "CK_BUMP_FORCE_MIXED and CK_BUMP_DISABLE_MIXED "
                       "are both set");
       errno = EINVAL;
       return -1;
@@ -532,17 +538,25 @@ ck_bump_alloc_init (ck_bump_alloc_t *alloc, const char *weights_path,
         }
       if (disable_mixed || weights_path == NULL)
         {
-          ck_bump_report ("cannot allocate %zu bytes (%.2f MiB): %s",
+          ck_bump_report ("", "cannot allocate %zu bytes (%.2f MiB): %s",
                           total_size, total_size / (1024.0 * 1024.0),
                           strerror (errno));
           return -1;
         }
-      ck_bump_report ("cannot allocate %zu bytes of anonymous memory (%s); "
-                      "mapping %s instead", total_size, strerror (errno),
-                      weights_path);
+      /* The fallback says so in one line, whether it works or not.  */
+      char context[320];
+      snprintf (context, sizeof context, "cannot allocate %zu bytes of "
+                "anonymous memory (%s); mapping %s instead: ", total_size,
+                strerror (errno), weights_path);
+      if (ck_bump_alloc_try_mixed (alloc, weights_path, total_size,
+                                   weights_base, activations_base,
+                                   context) != 0)
+        return -1;
+      ck_bump_report ("", "%sdone", context);
+      return 0;
     }
   return ck_bump_alloc_try_mixed (alloc, weights_path, total_size,
-                                  weights_base, activations_base);
+                                  weights_base, activations_base, "");
 }
 
 CK_API void

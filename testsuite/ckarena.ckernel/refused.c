@@ -120,6 +120,58 @@ KT_TEST (failed_anonymous_then_failed_mixed_leaves_nothing)
   KT_CHECK (ok);
 }
 
+/* What ck_bump_alloc_init (&a, PATH, TOTAL, 0, 0) writes to stderr,
+   in BUF, when it fails; false if it succeeds or stderr cannot be
+   caught.  */
+static bool
+refusal_text (const char *path, size_t total, char *buf, size_t size)
+{
+  FILE *tmp = tmpfile ();
+  int saved = dup (2);
+  if (tmp == NULL || saved < 0)
+    return false;
+  fflush (stderr);
+  dup2 (fileno (tmp), 2);
+  ck_bump_alloc_t a;
+  int rc = ck_bump_alloc_init (&a, path, total, 0, 0);
+  fflush (stderr);
+  dup2 (saved, 2);
+  close (saved);
+  rewind (tmp);
+  size_t n = fread (buf, 1, size - 1, tmp);
+  buf[n] = '\0';
+  fclose (tmp);
+  if (rc == 0)
+    {
+      ck_bump_alloc_free (&a);
+      printf ("note: ck_bump_alloc_init succeeded\n");
+      return false;
+    }
+  return true;
+}
+
+/* ck_bump_alloc_init(3): one line on failure, also when the anonymous
+   region and then the mixed mode failed.  */
+KT_TEST (failed_anonymous_then_failed_mixed_writes_one_line)
+{
+  char text[1024];
+
+  set_mixed (false);
+  KT_CHECK (refusal_text ("/dev/zero", SIZE_MAX, text, sizeof text));
+  KT_CHECK_STR_EQ (text, "ck_bump_alloc_init: cannot allocate "
+                   "18446744073709551615 bytes of anonymous memory "
+                   "(Cannot allocate memory); mapping /dev/zero instead: "
+                   "total_size 18446744073709551615 is too large\n");
+  KT_CHECK (refusal_text ("/nonexistent/weights.bin", (size_t) 1 << 60,
+                          text, sizeof text));
+  KT_CHECK_STR_EQ (text, "ck_bump_alloc_init: cannot allocate "
+                   "1152921504606846976 bytes of anonymous memory "
+                   "(Cannot allocate memory); mapping "
+                   "/nonexistent/weights.bin instead: cannot open weights "
+                   "file /nonexistent/weights.bin: No such file or "
+                   "directory\n");
+}
+
 KT_TEST (both_environment_flags_are_refused)
 {
   setenv ("CK_BUMP_FORCE_MIXED", "1", 1);
@@ -209,6 +261,7 @@ KT_MAIN (KT_CASE (null_arena_is_refused),
          KT_CASE (activations_past_total_size_is_refused),
          KT_CASE (unmappable_size_is_refused_with_enomem),
          KT_CASE (failed_anonymous_then_failed_mixed_leaves_nothing),
+         KT_CASE (failed_anonymous_then_failed_mixed_writes_one_line),
          KT_CASE (both_environment_flags_are_refused),
          KT_CASE (forced_mixed_without_a_path_is_refused),
          KT_CASE (unaligned_weights_base_is_refused_in_mixed_mode),

@@ -48,6 +48,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "kp_internal.h"
@@ -126,6 +127,8 @@ static void *
 kp_purge_main (void *arg)
 {
   (void) arg;
+  /* Its name in ps -L, top -H and /proc/PID/task/TID/comm.  */
+  prctl (PR_SET_NAME, "kamepool-purge", 0, 0, 0);
   for (;;)
     {
       int delay = kp_setting (&kp_decay_ms);
@@ -249,13 +252,19 @@ kp_purge_atfork_parent (void)
 }
 
 /* The child has no purge thread, whatever the parent had: the next
-   poll makes one if there is work.  */
+   poll makes one if there is work.  (Not under ThreadSanitizer, which
+   cannot make threads in a child forked from a process with threads:
+   there the child's heaps make the ticks, as with the setting off.)  */
 void
 kp_purge_atfork_child (void)
 {
   pthread_mutex_unlock (&kp_purge_lock);
+#ifdef __SANITIZE_THREAD__
+  atomic_store_explicit (&kp_purge_state, KP_PURGE_OFF, memory_order_relaxed);
+#else
   int state = atomic_load_explicit (&kp_purge_state, memory_order_relaxed);
   if (state == KP_PURGE_RUNNING)
     atomic_store_explicit (&kp_purge_state, KP_PURGE_NONE,
                            memory_order_relaxed);
+#endif
 }

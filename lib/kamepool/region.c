@@ -572,8 +572,8 @@ kp_units_decay (uint32_t now, uint32_t delay, size_t *calls)
 {
   if (!kp_tick_due (&kp_dirty_tick, now, delay / KP_DECAY_STEPS))
     return 0;
-  size_t pages = kp_units_purge_where (now, delay != 0 ? delay : 1,
-                                       KP_DIRTY_KEEP, calls);
+  /* With no delay, every free unit is old enough.  */
+  size_t pages = kp_units_purge_where (now, delay, KP_DIRTY_KEEP, calls);
   /* The recent peak comes down towards what is claimed now, by a
      128th of the way a tick: by half in about 22 delays.  */
   size_t claimed = atomic_load_explicit (&kp_claimed_units,

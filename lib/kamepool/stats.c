@@ -104,6 +104,11 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
       s->purge_pages += atomic_load_explicit (&h->purge_pages,
                                               memory_order_relaxed);
     }
+  /* The background purge's calls are the decay's too.  */
+  kp_purge_stats_t bg;
+  kp_purge_counts_read (&bg);
+  s->purge_calls += bg.calls;
+  s->purge_pages += bg.pages;
   s->nclasses = KP_NCLASS < rows ? KP_NCLASS : rows;
   memset (s->classes, 0, rows * sizeof s->classes[0]);
   memcpy (s->classes, k, s->nclasses * sizeof k[0]);

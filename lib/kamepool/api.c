@@ -79,12 +79,7 @@ kame_pool_malloc_usable_size (const void *ptr)
 int
 kame_pool_set_max_bytes (size_t bytes)
 {
-  size_t cap = 0;
-  if (bytes != 0)
-    cap = bytes > SIZE_MAX - KP_REGION_MASK
-          ? SIZE_MAX & ~KP_REGION_MASK
-          : (bytes + KP_REGION_MASK) & ~KP_REGION_MASK;
-  kp_setting_set (&kp_max_bytes, cap);
+  kp_setting_set (&kp_max_bytes, kp_max_bytes_round (bytes));
   return 0;
 }
 

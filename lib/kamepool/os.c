@@ -119,6 +119,65 @@ kp_os_write_stderr (const char *s)
   errno = saved;
 }
 
+/* Write out L's bytes (to L->fd; stderr when it is -1) and empty it.  */
+void
+kp_line_flush (kp_line_t *l)
+{
+  int saved = errno;
+  const char *s = l->buf;
+  size_t len = l->len;
+  while (len > 0)
+    {
+      ssize_t w = write (l->fd < 0 ? 2 : l->fd, s, len);
+      if (w <= 0)
+        break;
+      s += w;
+      len -= (size_t) w;
+    }
+  l->len = 0;
+  errno = saved;
+}
+
+void
+kp_line_addn (kp_line_t *l, const char *s, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      /* A full buffer goes out when it is a file's; a line for stderr
+         is cut instead, so that it stays one write.  */
+      if (l->len + 1 >= l->cap)
+        {
+          if (l->fd < 0)
+            break;
+          kp_line_flush (l);
+        }
+      l->buf[l->len++] = s[i];
+    }
+}
+
+void
+kp_line_add (kp_line_t *l, const char *s)
+{
+  kp_line_addn (l, s, strlen (s));
+}
+
+void
+kp_line_num (kp_line_t *l, unsigned long long v)
+{
+  char tmp[24];
+  int n = 0;
+  do
+    {
+      tmp[n++] = (char) ('0' + v % 10);
+      v /= 10;
+    }
+  while (v != 0);
+  char out[24];
+  for (int i = 0; i < n; i++)
+    out[i] = tmp[n - 1 - i];
+  kp_line_addn (l, out, (size_t) n);
+}
+
 /* Format P as 0x... into BUF (at least 19 bytes) without stdio.  */
 static void
 kp_format_pointer (char *buf, const void *p)

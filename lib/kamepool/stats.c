@@ -226,9 +226,9 @@ kp_print_stats (void)
 __attribute__ ((__destructor__)) static void
 kp_at_exit (void)
 {
-  /* Read the variable here too: a program that never allocated never
-     ran the initialisation.  */
-  if (kp_setting (&kp_stats_at_exit)
-      || kp_option_flag ("KAME_POOL_STATS", false))
+  /* A program that never allocated never ran the initialisation: read
+     the environment now.  */
+  kp_options_read ();
+  if (kp_setting (&kp_stats_at_exit))
     kp_print_stats ();
 }

@@ -893,6 +893,7 @@ KP_HIDDEN void kp_line_add (kp_line_t *l, const char *s);
 KP_HIDDEN void kp_line_addn (kp_line_t *l, const char *s, size_t n);
 KP_HIDDEN void kp_line_num (kp_line_t *l, unsigned long long v);
 KP_HIDDEN void kp_line_flush (kp_line_t *l);
+KP_HIDDEN void kp_line_json_string (kp_line_t *l, const char *s, size_t n);
 
 /* ---- Settings (options.c) ---------------------------------------------- */
 
@@ -955,6 +956,8 @@ KP_HIDDEN int kp_option_numa_mode (void);
 KP_HIDDEN unsigned kp_option_test_nodes (unsigned max);
 /* stats_file, "" when the report goes to stderr.  */
 KP_HIDDEN const char *kp_option_stats_path (void);
+/* The settings as the members of a JSON object (the exit report).  */
+KP_HIDDEN void kp_options_json (kp_line_t *l);
 /* The cap kame_pool_set_max_bytes sets for BYTES: whole regions.  */
 KP_HIDDEN size_t kp_max_bytes_round (size_t bytes);
 

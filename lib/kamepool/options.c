@@ -62,7 +62,7 @@ kp_int_setting_t kp_thp_env = { KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS
                                KP_FROM_DEFAULT };
 kp_int_setting_t kp_numa_mode;
 kp_int_setting_t kp_test_nodes;
-static char kp_stats_path[KP_PATH_MAX] __attribute__ ((__unused__));
+static char kp_stats_path[KP_PATH_MAX];
 
 /* ---- The table ----------------------------------------------------------- */
 
@@ -98,6 +98,8 @@ static const kp_option_word_t kp_decay_words[] =
   { { "off", -1 }, { "never", -1 }, { NULL, 0 } };
 static const kp_option_word_t kp_misuse_words[] =
   { { "abort", 1 }, { "report", 0 }, { NULL, 0 } };
+static const kp_option_word_t kp_format_words[] =
+  { { "text", KP_STATS_TEXT }, { "json", KP_STATS_JSON }, { NULL, 0 } };
 static const kp_option_word_t kp_thp_words[] =
   {
     { "always", KAME_POOL_THP_ALWAYS }, { "system", KAME_POOL_THP_SYSTEM },
@@ -117,6 +119,11 @@ static const kp_option_t kp_option_table[] =
   {
     { "stats", "KAME_POOL_STATS", KP_OPT_SWITCH, &kp_stats_at_exit,
       ENV_FLAG_FORMS, NULL, 1, 0, false },
+    { "stats_file", "KAME_POOL_STATS_FILE", KP_OPT_PATH, kp_stats_path,
+      "a file name of at most 255 bytes, %p for the pid, %% for %",
+      NULL, 1, 0, false },
+    { "stats_format", "KAME_POOL_STATS_FORMAT", KP_OPT_INT, &kp_stats_format,
+      "text or json", kp_format_words, 1, 0, false },
     { "verbose", "KAME_POOL_VERBOSE", KP_OPT_SWITCH, &kp_verbose,
       ENV_FLAG_FORMS, NULL, 1, 0, false },
     { "decay_ms", "KAME_POOL_DECAY_MS", KP_OPT_INT, &kp_decay_ms,
@@ -564,6 +571,23 @@ kp_option_print (void)
       kp_line_add (&l, ")\n");
     }
   kp_line_flush (&l);
+}
+
+/* The settings in effect as the members of a JSON object, "key":
+   "value" (every value a string, as the key takes it), to L.  */
+void
+kp_options_json (kp_line_t *l)
+{
+  for (size_t i = 0; i < KP_NOPTIONS; i++)
+    {
+      char buf[KP_PATH_MAX + 16];
+      kp_line_t v = KP_LINE (buf, -1);
+      kp_option_format (&v, &kp_option_table[i]);
+      kp_line_add (l, i == 0 ? "\"" : ", \"");
+      kp_line_add (l, kp_option_table[i].key);
+      kp_line_add (l, "\": ");
+      kp_line_json_string (l, v.buf, v.len);
+    }
 }
 
 /* ---- Reading it all, once ------------------------------------------------- */

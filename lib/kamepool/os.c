@@ -178,6 +178,32 @@ kp_line_num (kp_line_t *l, unsigned long long v)
   kp_line_addn (l, out, (size_t) n);
 }
 
+/* S[0..N) as a JSON string, quotes included: " and \\ escaped, control
+   bytes as \\u00XX.  */
+void
+kp_line_json_string (kp_line_t *l, const char *s, size_t n)
+{
+  kp_line_add (l, "\"");
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned char c = (unsigned char) s[i];
+      if (c == '"' || c == '\\')
+        {
+          char e[2] = { '\\', (char) c };
+          kp_line_addn (l, e, 2);
+        }
+      else if (c < 0x20)
+        {
+          char e[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4],
+                        "0123456789abcdef"[c & 15] };
+          kp_line_addn (l, e, 6);
+        }
+      else
+        kp_line_addn (l, (const char *) &s[i], 1);
+    }
+  kp_line_add (l, "\"");
+}
+
 /* Format P as 0x... into BUF (at least 19 bytes) without stdio.  */
 static void
 kp_format_pointer (char *buf, const void *p)

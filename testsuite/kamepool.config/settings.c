@@ -146,6 +146,11 @@ KT_TEST (bad_values_of_every_variable_are_refused)
 {
   static char want[4096];
   snprintf (want, sizeof want,
+            "kamepool: KAME_POOL_STATS_FILE=/tmp/s.%%d: expected a file "
+            "name of at most 255 bytes, %%p for the pid, %%%% for %%; "
+            "keeping \n"
+            "kamepool: KAME_POOL_STATS_FORMAT=xml: expected text or json; "
+            "keeping text\n"
             "kamepool: KAME_POOL_VERBOSE=2: expected " SWITCH
             "; keeping off\n"
             "kamepool: KAME_POOL_DECAY_MS=100ms: expected a number of "
@@ -168,7 +173,8 @@ KT_TEST (bad_values_of_every_variable_are_refused)
             "simulated NUMA nodes from 0 to 16 (0 and 1: none); "
             "keeping 0\n", THP_DEFAULT_WORD);
   EXPECT_DEFAULTS (want,
-                   "KAME_POOL_VERBOSE=2",
+                   "KAME_POOL_STATS_FILE=/tmp/s.%d",
+                   "KAME_POOL_STATS_FORMAT=xml", "KAME_POOL_VERBOSE=2",
                    "KAME_POOL_DECAY_MS=100ms", "KAME_POOL_ON_MISUSE=reprot",
                    "KAME_POOL_STRICT_CAP=maybe", "KAME_POOL_MAX_BYTES=1T",
                    "KAME_POOL_LARGE_CACHE_CAP=-1",
@@ -231,7 +237,7 @@ KT_TEST (the_string_sets_every_kind_of_setting)
   const char *env[] = { "KAME_POOL_CONF=max_bytes:40M,large_cache_cap:512k,"
                         "strict_cap:YES,thread_exit_reclaim:off,"
                         "hugepage:never,on_misuse:report,decay_ms:off,"
-                        "numa:off", NULL };
+                        "numa:off,stats_format:text", NULL };
   KT_CHECK (run_with (env, "1", err, sizeof err, out, sizeof out));
   KT_CHECK_STR_EQ (err, "");
   /* max_bytes rounds up to whole 32 MiB regions, as the setter does.  */
@@ -269,7 +275,8 @@ KT_TEST (a_setter_before_the_first_allocation_wins)
 KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
 {
   static char err[8192], out[512], want[4096];
-  const char *env[] = { "KAME_POOL_CONF=verbose:1,decay_ms:off",
+  const char *env[] = { "KAME_POOL_CONF=verbose:1,decay_ms:off,"
+                        "stats_file:/nonexistent/s.%p",
                         "KAME_POOL_ON_MISUSE=report",
                         "KAME_POOL_LARGE_CACHE_CAP=1M", NULL };
   KT_CHECK (run_with (env, "1", err, sizeof err, out, sizeof out));
@@ -277,6 +284,8 @@ KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
             "kamepool: " PACKAGE_STRING "; configure: "
             KP_CONFIGURE_SUMMARY "\n"
             "kamepool:   stats:off (default)\n"
+            "kamepool:   stats_file:/nonexistent/s.%%p (KAME_POOL_CONF)\n"
+            "kamepool:   stats_format:text (default)\n"
             "kamepool:   verbose:on (KAME_POOL_CONF)\n"
             "kamepool:   decay_ms:off (KAME_POOL_CONF)\n"
             "kamepool:   on_misuse:report (KAME_POOL_ON_MISUSE)\n"

@@ -36,6 +36,18 @@ kame_pool_free (void *ptr)
   kp_free (ptr);
 }
 
+void
+kame_pool_free_sized (void *ptr, size_t size)
+{
+  kp_free_sized ("kame_pool_free_sized", ptr, 0, size);
+}
+
+void
+kame_pool_free_aligned_sized (void *ptr, size_t alignment, size_t size)
+{
+  kp_free_sized ("kame_pool_free_aligned_sized", ptr, alignment, size);
+}
+
 static inline bool
 kp_power_of_two (size_t a)
 {

@@ -1409,6 +1409,10 @@ kp_pool_usable_size (const void *p)
 KP_HIDDEN void kp_free_remote_first (void *p, kp_chunk_t *c);
 KP_HIDDEN bool kp_owns (const void *p);
 KP_HIDDEN size_t kp_usable_size (const void *p);
+/* free_sized and free_aligned_sized (ALIGN 0 for the former), CALL
+   naming the caller in misuse reports (alloc.c).  */
+KP_HIDDEN void kp_free_sized (const char *call, void *p, size_t align,
+                              size_t size);
 KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);

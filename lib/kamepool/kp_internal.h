@@ -836,7 +836,10 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
 /* ---- OS layer (os.c) --------------------------------------------------- */
 
+/* Reserved address space (MAP_NORESERVE), or a block's own mapping,
+   committed at the call (the kernel's overcommit policy applies).  */
 KP_HIDDEN void *kp_os_map_aligned (size_t size, size_t align);
+KP_HIDDEN void *kp_os_map_committed (size_t size, size_t align);
 KP_HIDDEN void kp_os_unmap (void *p, size_t size);
 KP_HIDDEN void kp_os_discard (void *p, size_t size);
 KP_HIDDEN size_t kp_os_page_size_slow (void);

@@ -23,10 +23,11 @@ static _Atomic (uintptr_t) kp_os_hint;
 _Atomic (size_t) kp_page_size;
 
 /* Map SIZE bytes of fresh zeroed memory aligned to ALIGN (a power of
-   two, at least a page): over-map, then trim both ends.  Returns NULL
-   with errno ENOMEM when the kernel refuses.  */
-void *
-kp_os_map_aligned (size_t size, size_t align)
+   two, at least a page), with FLAGS added to the mapping's (0 or
+   MAP_NORESERVE): over-map, then trim both ends.  Returns NULL with
+   errno ENOMEM when the kernel refuses.  */
+static void *
+kp_os_map_aligned_flags (size_t size, size_t align, int flags)
 {
   int saved = errno;
   if (size > SIZE_MAX - align)
@@ -45,7 +46,7 @@ kp_os_map_aligned (size_t size, size_t align)
   if ((hint & (align - 1)) != 0)
     hint = 0;
   char *p = mmap ((void *) hint, size, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                  MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED)
     {
       errno = ENOMEM;
@@ -58,7 +59,7 @@ kp_os_map_aligned (size_t size, size_t align)
     }
   munmap (p, size);
   p = mmap (NULL, size + align, PROT_READ | PROT_WRITE,
-            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED)
     {
       errno = ENOMEM;
@@ -73,6 +74,30 @@ kp_os_map_aligned (size_t size, size_t align)
     munmap ((char *) start + size, tail);
   errno = saved;
   return (void *) start;
+}
+
+/* Address space that the pool commits page by page as it uses it (the
+   regions, the heap slabs): MAP_NORESERVE, so that the kernel's
+   overcommit accounting (vm.overcommit_memory=0) does not charge the
+   whole reservation.  */
+void *
+kp_os_map_aligned (size_t size, size_t align)
+{
+  return kp_os_map_aligned_flags (size, align, MAP_NORESERVE);
+}
+
+/* A block's own mapping (above 4 MiB), all of it the caller's: without
+   MAP_NORESERVE, so that the kernel applies its overcommit policy at
+   the call, as it does to glibc's malloc.  A request no policy would
+   let through (1 TiB on a machine with 24 GiB under
+   vm.overcommit_memory=0, or more than the commit limit under 2) then
+   fails here with ENOMEM, instead of succeeding and killing the
+   program when it touches the memory; vm.overcommit_memory=1 still
+   lets it through.  */
+void *
+kp_os_map_committed (size_t size, size_t align)
+{
+  return kp_os_map_aligned_flags (size, align, 0);
 }
 
 void

@@ -597,6 +597,41 @@ kp_options_json (kp_line_t *l)
    waits for 2 (the reading is a few getenv calls and writes).  */
 static _Atomic (int) kp_options_state;
 
+static void
+kp_options_parse (void)
+{
+  int saved = errno;
+  /* A setter that ran before: its value stays (kp_setting_set marked
+     it).  */
+  for (size_t i = 0; i < KP_NOPTIONS; i++)
+    {
+      const kp_option_t *o = &kp_option_table[i];
+      if (o->kind == KP_OPT_PATH)
+        continue;
+      kp_option_from[i]
+        = o->kind == KP_OPT_SIZE
+          ? atomic_load_explicit (&((kp_size_setting_t *) o->setting)->from,
+                                  memory_order_relaxed)
+          : atomic_load_explicit (&((kp_int_setting_t *) o->setting)->from,
+                                  memory_order_relaxed);
+    }
+  /* The string first, then the variables: a variable wins over the
+     same key in KAME_POOL_CONF, so that a wrapper (kamepool-run
+     --stats) or a one-off override beats a standing string.  */
+  kp_option_conf ();
+  for (size_t i = 0; i < KP_NOPTIONS; i++)
+    {
+      const char *v = getenv (kp_option_table[i].env);
+      if (v != NULL && *v != '\0')
+        kp_option_take (&kp_option_table[i], v, strlen (v),
+                        KP_FROM_VARIABLE);
+    }
+  kp_option_check_names ();
+  if (kp_setting (&kp_verbose))
+    kp_option_print ();
+  errno = saved;
+}
+
 void
 kp_options_read (void)
 {
@@ -608,42 +643,25 @@ kp_options_read (void)
                                                   memory_order_acquire,
                                                   memory_order_acquire))
     {
-      int saved = errno;
-      /* A setter that ran before: its value stays (kp_setting_set
-         marked it).  */
-      for (size_t i = 0; i < KP_NOPTIONS; i++)
-        {
-          const kp_option_t *o = &kp_option_table[i];
-          if (o->kind == KP_OPT_PATH)
-            continue;
-          unsigned char from
-            = o->kind == KP_OPT_SIZE
-              ? atomic_load_explicit (&((kp_size_setting_t *) o->setting)->from,
-                                      memory_order_relaxed)
-              : atomic_load_explicit (&((kp_int_setting_t *) o->setting)->from,
-                                      memory_order_relaxed);
-          kp_option_from[i] = from;
-        }
-      /* The string first, then the variables: a variable wins over the
-         same key in KAME_POOL_CONF, so that a wrapper (kamepool-run
-         --stats) or a one-off override beats a standing string.  */
-      kp_option_conf ();
-      for (size_t i = 0; i < KP_NOPTIONS; i++)
-        {
-          const char *v = getenv (kp_option_table[i].env);
-          if (v != NULL && *v != '\0')
-            kp_option_take (&kp_option_table[i], v, strlen (v),
-                            KP_FROM_VARIABLE);
-        }
-      kp_option_check_names ();
-      if (kp_setting (&kp_verbose))
-        kp_option_print ();
-      errno = saved;
+      kp_options_parse ();
       atomic_store_explicit (&kp_options_state, 2, memory_order_release);
       return;
     }
+  /* A reading that does not end within KP_INIT_WAIT_MS never will: a
+     fork copied this process while another thread was reading, or a
+     signal handler of the reading thread allocates.  Read here then
+     (the reports may come twice).  */
+  uint32_t start = kp_clock_ms ();
   while (atomic_load_explicit (&kp_options_state, memory_order_acquire) != 2)
-    sched_yield ();
+    {
+      if (kp_clock_ms () - start > KP_INIT_WAIT_MS)
+        {
+          kp_options_parse ();
+          atomic_store_explicit (&kp_options_state, 2, memory_order_release);
+          return;
+        }
+      sched_yield ();
+    }
 }
 
 void

@@ -115,6 +115,26 @@ static const kp_option_word_t kp_numa_words[] =
 
 #define KP_SIZE_FORMS "a number of bytes, or of K, M or G (KiB, MiB, GiB)"
 
+/* The rows, with their defaults, setters and pages:
+
+   key                  setting                 default    setter (page)
+   stats                kp_stats_at_exit        off        -  (kamepool(7))
+   stats_file           kp_stats_path           stderr     -  (kamepool(7))
+   stats_format         kp_stats_format         text       -  (kamepool(7))
+   verbose              kp_verbose              off        -  (kamepool(7))
+   decay_ms             kp_decay_ms             100        -  (kamepool(7))
+   on_misuse            kp_misuse_abort         abort      mallopt M_CHECK_ACTION
+                                                           (kamepool_mallopt(3))
+   strict_cap           kp_cap_strict           off        kame_pool_set_cap_policy(3)
+   max_bytes            kp_max_bytes            no cap     kame_pool_set_max_bytes(3)
+   large_cache_cap      kp_cache_cap            128 MiB    kame_pool_set_large_cache_cap(3),
+                                                           mallopt M_TRIM_THRESHOLD
+   thread_exit_reclaim  kp_thread_exit_reclaim  on         kame_pool_set_thread_exit_reclaim(3)
+   hugepage             kp_thp_env              configure  kame_pool_set_thp_policy(3)
+                        (the policy itself is policy.c's, which reads
+                        this through kp_option_thp)
+   numa                 kp_numa_mode            auto       -  (kamepool(7); numa.c)
+   test_nodes           kp_test_nodes           0          -  (kame_pool_get_numa_stats(3))  */
 static const kp_option_t kp_option_table[] =
   {
     { "stats", "KAME_POOL_STATS", KP_OPT_SWITCH, &kp_stats_at_exit,

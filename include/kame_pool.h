@@ -100,6 +100,13 @@ extern KAME_POOL_API void *kame_pool_realloc (void *ptr, size_t size)
 #endif
   ;
 extern KAME_POOL_API void kame_pool_free (void *ptr);
+/* kame_pool_free of a block allocated with SIZE bytes (and ALIGNMENT),
+   as C23's free_sized and free_aligned_sized: a SIZE larger than the
+   block, or an ALIGNMENT the block does not have, is misuse.  */
+extern KAME_POOL_API void kame_pool_free_sized (void *ptr, size_t size);
+extern KAME_POOL_API void kame_pool_free_aligned_sized (void *ptr,
+                                                        size_t alignment,
+                                                        size_t size);
 extern KAME_POOL_API void *kame_pool_aligned_alloc (size_t alignment,
                                                     size_t size)
   KAME_POOL_MALLOC_ATTR (__alloc_size__ (2), __alloc_align__ (1));

@@ -18,7 +18,10 @@ dist_man_MANS += \
 	man/man3/kame_pool_get_thread_exit_reclaim.3 \
 	man/man3/kame_pool_get_stats.3 \
 	man/man3/kame_pool_trim.3 \
-	man/man3/kamepool_mallinfo.3
+	man/man3/kamepool_mallinfo.3 \
+	man/man3/kamepool_mallopt.3 \
+	man/man3/kame_pool_free_sized.3 \
+	man/man3/kame_pool_free_aligned_sized.3
 dist_man_MANS += \
 	man/man3/kame_pool_set_cap_policy.3 \
 	man/man3/kame_pool_get_cap_policy.3 \

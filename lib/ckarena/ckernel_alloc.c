@@ -357,11 +357,17 @@ ck_bump_report (const char *context, const char *fmt, ...)
   errno = saved_errno;
 }
 
-/* Unset, empty, "0", "false", "no" and "off" (any case) are off.  */
+/* A switch of env-flag.h's words; unset and empty are off.  Any other
+   word is refused with one line on stderr, and the switch stays off:
+   a typo must not pick a mode.  */
 static bool
 ck_env_flag (const char *name)
 {
-  return env_flag_value (getenv (name), false);
+  const char *v = getenv (name);
+  if (v != NULL && *v != '\0' && env_flag_parse (v) < 0)
+    ck_bump_report ("%s=%.200s: expected " ENV_FLAG_FORMS "; keeping off",
+                    name, v);
+  return env_flag_value (v, false);
 }
 
 /* Map the weights file privately over [weights_base, activations_base)

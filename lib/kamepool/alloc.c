@@ -201,3 +201,38 @@ kp_calloc (size_t n, size_t m)
     memset (p, 0, total);
   return p;
 }
+
+/* free_sized and free_aligned_sized (C23), and their kame_pool_
+   names: free P, allocated with SIZE bytes aligned to ALIGN (0: the
+   default alignment), after checking what can be checked without a
+   record of the size asked for.  A SIZE above the block's usable size
+   is certainly wrong; a smaller one is not, since realloc shrinks in
+   place and aligned or class-rounded blocks are larger than asked for.
+   An alignment that is not a power of two, or that P does not have, is
+   wrong too.  Misuse is reported as for free (kp_misuse), naming CALL,
+   and with KAME_POOL_ON_MISUSE=report the block stays allocated.
+   Pointers that are not the pool's (usable size 0) go to kp_free,
+   which checks them as free does.  */
+void
+kp_free_sized (const char *call, void *p, size_t align, size_t size)
+{
+  if (p == NULL)
+    return;
+  if (align != 0 && (align & (align - 1)) != 0)
+    {
+      kp_misuse (call, "invalid alignment (not a power of two):", p);
+      return;
+    }
+  if (align != 0 && ((uintptr_t) p & (align - 1)) != 0)
+    {
+      kp_misuse (call, "invalid alignment (the block does not have it):", p);
+      return;
+    }
+  size_t usable = kp_usable_size (p);
+  if (usable != 0 && size > usable)
+    {
+      kp_misuse (call, "invalid size (larger than the block):", p);
+      return;
+    }
+  kp_free (p);
+}

@@ -36,6 +36,18 @@ kame_pool_free (void *ptr)
   kp_free (ptr);
 }
 
+void
+kame_pool_free_sized (void *ptr, size_t size)
+{
+  kp_free_sized ("kame_pool_free_sized", ptr, 0, size);
+}
+
+void
+kame_pool_free_aligned_sized (void *ptr, size_t alignment, size_t size)
+{
+  kp_free_sized ("kame_pool_free_aligned_sized", ptr, alignment, size);
+}
+
 static inline bool
 kp_power_of_two (size_t a)
 {
@@ -79,12 +91,7 @@ kame_pool_malloc_usable_size (const void *ptr)
 int
 kame_pool_set_max_bytes (size_t bytes)
 {
-  size_t cap = 0;
-  if (bytes != 0)
-    cap = bytes > SIZE_MAX - KP_REGION_MASK
-          ? SIZE_MAX & ~KP_REGION_MASK
-          : (bytes + KP_REGION_MASK) & ~KP_REGION_MASK;
-  kp_setting_set (&kp_max_bytes, cap);
+  kp_setting_set (&kp_max_bytes, kp_max_bytes_round (bytes));
   return 0;
 }
 

@@ -37,6 +37,23 @@ free (void *ptr)
   kp_free (ptr);
 }
 
+/* C23's sized frees (glibc 2.43 has them too): checked, then freed as
+   free does (kp_free_sized).  Declared here for an older <stdlib.h>.  */
+void free_sized (void *ptr, size_t size);
+void free_aligned_sized (void *ptr, size_t alignment, size_t size);
+
+KP_EXPORT void
+free_sized (void *ptr, size_t size)
+{
+  kp_free_sized ("free_sized", ptr, 0, size);
+}
+
+KP_EXPORT void
+free_aligned_sized (void *ptr, size_t alignment, size_t size)
+{
+  kp_free_sized ("free_aligned_sized", ptr, alignment, size);
+}
+
 KP_EXPORT void *
 calloc (size_t nmemb, size_t size)
 {

@@ -858,7 +858,10 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
 /* ---- OS layer (os.c) --------------------------------------------------- */
 
+/* Reserved address space (MAP_NORESERVE), or a block's own mapping,
+   committed at the call (the kernel's overcommit policy applies).  */
 KP_HIDDEN void *kp_os_map_aligned (size_t size, size_t align);
+KP_HIDDEN void *kp_os_map_committed (size_t size, size_t align);
 KP_HIDDEN void kp_os_unmap (void *p, size_t size);
 KP_HIDDEN void kp_os_discard (void *p, size_t size);
 typedef struct
@@ -905,6 +908,23 @@ kp_tick_due (_Atomic (uint32_t) *tick, uint32_t now, uint32_t delay)
 }
 KP_HIDDEN void kp_os_write_stderr (const char *s);
 
+/* Text built in a caller's buffer without malloc (os.c): a line for
+   stderr (FD -1), cut when it does not fit, so that it goes out in one
+   write; or a report for a file (FD), written out whenever the buffer
+   fills.  */
+typedef struct kp_line
+{
+  char *buf;
+  size_t cap, len;
+  int fd;
+} kp_line_t;
+#define KP_LINE(array, fd) { (array), sizeof (array), 0, (fd) }
+KP_HIDDEN void kp_line_add (kp_line_t *l, const char *s);
+KP_HIDDEN void kp_line_addn (kp_line_t *l, const char *s, size_t n);
+KP_HIDDEN void kp_line_num (kp_line_t *l, unsigned long long v);
+KP_HIDDEN void kp_line_flush (kp_line_t *l);
+KP_HIDDEN void kp_line_json_string (kp_line_t *l, const char *s, size_t n);
+
 /* ---- Settings (options.c) ---------------------------------------------- */
 
 /* Every setting, with its environment variable, default, setter and
@@ -914,30 +934,63 @@ KP_HIDDEN void kp_os_write_stderr (const char *s);
    setting orders other memory.  The value sits in a struct so that it
    is reached only through the helpers below, never by a plain
    (sequentially consistent) access.  */
-#define KP_SETTING(type) struct { _Atomic (type) value; }
+#define KP_SETTING(type)                                                \
+  struct { _Atomic (type) value; _Atomic (unsigned char) from; }
 typedef KP_SETTING (int) kp_int_setting_t;
 typedef KP_SETTING (size_t) kp_size_setting_t;
+/* Where a setting's value came from: FROM is KP_FROM_PROGRAM once a
+   setter wrote it, which the reading of the environment then leaves
+   alone (options.c keeps the other sources itself).  */
+enum
+{
+  KP_FROM_DEFAULT, KP_FROM_CONFIGURE, KP_FROM_CONF, KP_FROM_VARIABLE,
+  KP_FROM_PROGRAM
+};
 #define kp_setting(s) atomic_load_explicit (&(s)->value, memory_order_relaxed)
+/* A setter's store.  */
 #define kp_setting_set(s, v)                                            \
-  atomic_store_explicit (&(s)->value, (v), memory_order_relaxed)
+  (atomic_store_explicit (&(s)->value, (v), memory_order_relaxed),      \
+   atomic_store_explicit (&(s)->from, KP_FROM_PROGRAM, memory_order_relaxed))
 #define kp_setting_swap(s, v)                                           \
-  atomic_exchange_explicit (&(s)->value, (v), memory_order_relaxed)
+  (atomic_store_explicit (&(s)->from, KP_FROM_PROGRAM, memory_order_relaxed), \
+   atomic_exchange_explicit (&(s)->value, (v), memory_order_relaxed))
+/* The environment's store (options.c).  */
+#define kp_setting_put(s, v)                                            \
+  atomic_store_explicit (&(s)->value, (v), memory_order_relaxed)
+
+/* The stats_file name's room, its NUL included.  */
+#define KP_PATH_MAX 256
+/* stats_format.  */
+#define KP_STATS_TEXT 0
+#define KP_STATS_JSON 1
 
 KP_HIDDEN extern kp_int_setting_t kp_decay_ms;  /* ms; -1: never */
 KP_HIDDEN extern kp_int_setting_t kp_background_purge;  /* purge.c's thread */
 KP_HIDDEN extern kp_int_setting_t kp_misuse_abort; /* 1 abort, 0 report */
 KP_HIDDEN extern kp_int_setting_t kp_stats_at_exit;
+KP_HIDDEN extern kp_int_setting_t kp_stats_format; /* KP_STATS_* */
+KP_HIDDEN extern kp_int_setting_t kp_verbose;
 KP_HIDDEN extern kp_int_setting_t kp_cap_strict; /* 1: NULL at the cap */
 KP_HIDDEN extern kp_size_setting_t kp_max_bytes; /* region cap; 0 = none */
 KP_HIDDEN extern kp_size_setting_t kp_cache_cap; /* large cache's cap */
 KP_HIDDEN extern kp_int_setting_t kp_thread_exit_reclaim;
+KP_HIDDEN extern kp_int_setting_t kp_thp_env; /* KAME_POOL_THP_* */
+KP_HIDDEN extern kp_int_setting_t kp_numa_mode; /* -1 off, 0 auto, 1 on */
+KP_HIDDEN extern kp_int_setting_t kp_test_nodes;
+/* Read and check the environment, once (every getter below calls it
+   first).  */
+KP_HIDDEN void kp_options_read (void);
 KP_HIDDEN void kp_options_init (void);
-/* A boolean environment variable (env-flag.h's reading).  */
-KP_HIDDEN bool kp_option_flag (const char *name, bool dflt);
 KP_HIDDEN bool kp_option_misuse_aborts (void);
 KP_HIDDEN int kp_option_thp (void);
 KP_HIDDEN int kp_option_numa_mode (void);
 KP_HIDDEN unsigned kp_option_test_nodes (unsigned max);
+/* stats_file, "" when the report goes to stderr.  */
+KP_HIDDEN const char *kp_option_stats_path (void);
+/* The settings as the members of a JSON object (the exit report).  */
+KP_HIDDEN void kp_options_json (kp_line_t *l);
+/* The cap kame_pool_set_max_bytes sets for BYTES: whole regions.  */
+KP_HIDDEN size_t kp_max_bytes_round (size_t bytes);
 
 KP_INLINE size_t
 kp_cache_cap_now (void)
@@ -1450,6 +1503,10 @@ kp_pool_usable_size (const void *p)
 KP_HIDDEN void kp_free_remote_first (void *p, kp_chunk_t *c);
 KP_HIDDEN bool kp_owns (const void *p);
 KP_HIDDEN size_t kp_usable_size (const void *p);
+/* free_sized and free_aligned_sized (ALIGN 0 for the former), CALL
+   naming the caller in misuse reports (alloc.c).  */
+KP_HIDDEN void kp_free_sized (const char *call, void *p, size_t align,
+                              size_t size);
 KP_HIDDEN void *kp_memalign (size_t align, size_t n);
 KP_HIDDEN void *kp_realloc (void *p, size_t n);
 KP_HIDDEN void *kp_calloc (size_t n, size_t m);

@@ -145,7 +145,8 @@ kp_map_aligned_tight (size_t size, size_t align)
 #ifdef MAP_FIXED_NOREPLACE
   int saved = errno;
   int prot = PROT_READ | PROT_WRITE;
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  /* Committed, as kp_os_map_committed's.  */
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
   char *p = mmap (NULL, size, prot, flags, -1, 0);
   if (p == MAP_FAILED)
     return NULL;
@@ -177,17 +178,18 @@ kp_map_aligned_tight (size_t size, size_t align)
   return NULL;
 }
 
-/* Map SIZE bytes aligned to ALIGN for a large block.  When the kernel
+/* Map SIZE bytes aligned to ALIGN for a large block, committed (the
+   kernel's overcommit policy decides at the call).  When the kernel
    refuses, the cache gives its mappings back and the map is tried
    once more, with the tight placement as the last resort.  */
 static void *
 kp_large_map (size_t size, size_t align)
 {
-  void *p = kp_os_map_aligned (size, align);
+  void *p = kp_os_map_committed (size, align);
   if (kp_likely (p != NULL))
     return p;
   if (kp_cache_drain ())
-    p = kp_os_map_aligned (size, align);
+    p = kp_os_map_committed (size, align);
   if (p == NULL)
     p = kp_map_aligned_tight (size, align);
   if (p == NULL)

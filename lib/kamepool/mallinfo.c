@@ -1,5 +1,6 @@
 /* mallinfo.c -- glibc's malloc extensions as the pool implements them:
-   malloc_trim, mallinfo2, mallinfo, malloc_stats and malloc_info.
+   malloc_trim, mallinfo2, mallinfo, malloc_stats, malloc_info and
+   mallopt.
    Built with interpose.c (not in a --disable-interpose build): a
    program that replaces malloc with the pool and asks glibc's calls
    about its heap must hear about the pool's, not about the C
@@ -197,4 +198,52 @@ malloc_info (int options, FILE *fp)
            kp_dirty_units (), s.dirty_bytes, m.arena, m.arena,
            s.bytes_reserved, s.bytes_reserved);
   return 0;
+}
+
+/* mallopt: glibc's parameters mapped to the pool's settings where one
+   fits, accepted without effect where the pool's design already does
+   what the parameter is for, refused (0) where the pool cannot do what
+   it asks; kamepool_mallopt(3) lists each.  *Why* not glibc's: its
+   mallopt would tune a heap that holds next to nothing, and answer 1
+   for changes that never happen.  */
+KP_EXPORT int
+mallopt (int param, int value)
+{
+  switch (param)
+    {
+    case M_TRIM_THRESHOLD:
+      /* The free memory kept for reuse before it goes back: the large
+         recycle cache's cap (which bounds the free units kept resident
+         too).  */
+      if (value < 0)
+        return 0;
+      kame_pool_set_large_cache_cap ((size_t) value);
+      return 1;
+    case M_CHECK_ACTION:
+      /* Bit 2 (value 2) is glibc's abort; the pool always reports.  */
+      kp_setting_set (&kp_misuse_abort, (value & 2) != 0);
+      return 1;
+    case M_PERTURB:
+      /* The pool does not fill blocks: only "no perturbation" holds.  */
+      return value == 0;
+    case M_MMAP_MAX:
+      /* The pool always maps blocks above 4 MiB on their own: it
+         cannot do without mappings (0).  */
+      return value > 0;
+    case M_MMAP_THRESHOLD:
+      /* Fixed at 4 MiB in the pool; glibc's range is accepted.  */
+      return value >= 0 && value <= (32 << 20);
+    case M_TOP_PAD:
+      /* No heap top to pad: regions are reserved whole.  */
+      return value >= 0;
+    case M_ARENA_MAX:
+    case M_ARENA_TEST:
+      /* No arenas: each thread has its own heap.  */
+      return value > 0;
+    case M_MXFAST:
+      /* No fastbins: every class has a thread cache.  glibc's range.  */
+      return value >= 0 && value <= (int) (80 * sizeof (size_t) / 4);
+    default:
+      return 0;
+    }
 }

@@ -23,10 +23,11 @@ static _Atomic (uintptr_t) kp_os_hint;
 _Atomic (size_t) kp_page_size;
 
 /* Map SIZE bytes of fresh zeroed memory aligned to ALIGN (a power of
-   two, at least a page): over-map, then trim both ends.  Returns NULL
-   with errno ENOMEM when the kernel refuses.  */
-void *
-kp_os_map_aligned (size_t size, size_t align)
+   two, at least a page), with FLAGS added to the mapping's (0 or
+   MAP_NORESERVE): over-map, then trim both ends.  Returns NULL with
+   errno ENOMEM when the kernel refuses.  */
+static void *
+kp_os_map_aligned_flags (size_t size, size_t align, int flags)
 {
   int saved = errno;
   if (size > SIZE_MAX - align)
@@ -45,7 +46,7 @@ kp_os_map_aligned (size_t size, size_t align)
   if ((hint & (align - 1)) != 0)
     hint = 0;
   char *p = mmap ((void *) hint, size, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                  MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED)
     {
       errno = ENOMEM;
@@ -58,7 +59,7 @@ kp_os_map_aligned (size_t size, size_t align)
     }
   munmap (p, size);
   p = mmap (NULL, size + align, PROT_READ | PROT_WRITE,
-            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED)
     {
       errno = ENOMEM;
@@ -73,6 +74,30 @@ kp_os_map_aligned (size_t size, size_t align)
     munmap ((char *) start + size, tail);
   errno = saved;
   return (void *) start;
+}
+
+/* Address space that the pool commits page by page as it uses it (the
+   regions, the heap slabs): MAP_NORESERVE, so that the kernel's
+   overcommit accounting (vm.overcommit_memory=0) does not charge the
+   whole reservation.  */
+void *
+kp_os_map_aligned (size_t size, size_t align)
+{
+  return kp_os_map_aligned_flags (size, align, MAP_NORESERVE);
+}
+
+/* A block's own mapping (above 4 MiB), all of it the caller's: without
+   MAP_NORESERVE, so that the kernel applies its overcommit policy at
+   the call, as it does to glibc's malloc.  A request no policy would
+   let through (1 TiB on a machine with 24 GiB under
+   vm.overcommit_memory=0, or more than the commit limit under 2) then
+   fails here with ENOMEM, instead of succeeding and killing the
+   program when it touches the memory; vm.overcommit_memory=1 still
+   lets it through.  */
+void *
+kp_os_map_committed (size_t size, size_t align)
+{
+  return kp_os_map_aligned_flags (size, align, 0);
 }
 
 void
@@ -125,6 +150,91 @@ kp_os_write_stderr (const char *s)
       len -= (size_t) w;
     }
   errno = saved;
+}
+
+/* Write out L's bytes (to L->fd; stderr when it is -1) and empty it.  */
+void
+kp_line_flush (kp_line_t *l)
+{
+  int saved = errno;
+  const char *s = l->buf;
+  size_t len = l->len;
+  while (len > 0)
+    {
+      ssize_t w = write (l->fd < 0 ? 2 : l->fd, s, len);
+      if (w <= 0)
+        break;
+      s += w;
+      len -= (size_t) w;
+    }
+  l->len = 0;
+  errno = saved;
+}
+
+void
+kp_line_addn (kp_line_t *l, const char *s, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      /* A full buffer goes out when it is a file's; a line for stderr
+         is cut instead, so that it stays one write.  */
+      if (l->len + 1 >= l->cap)
+        {
+          if (l->fd < 0)
+            break;
+          kp_line_flush (l);
+        }
+      l->buf[l->len++] = s[i];
+    }
+}
+
+void
+kp_line_add (kp_line_t *l, const char *s)
+{
+  kp_line_addn (l, s, strlen (s));
+}
+
+void
+kp_line_num (kp_line_t *l, unsigned long long v)
+{
+  char tmp[24];
+  int n = 0;
+  do
+    {
+      tmp[n++] = (char) ('0' + v % 10);
+      v /= 10;
+    }
+  while (v != 0);
+  char out[24];
+  for (int i = 0; i < n; i++)
+    out[i] = tmp[n - 1 - i];
+  kp_line_addn (l, out, (size_t) n);
+}
+
+/* S[0..N) as a JSON string, quotes included: " and \\ escaped, control
+   bytes as \\u00XX.  */
+void
+kp_line_json_string (kp_line_t *l, const char *s, size_t n)
+{
+  kp_line_add (l, "\"");
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned char c = (unsigned char) s[i];
+      if (c == '"' || c == '\\')
+        {
+          char e[2] = { '\\', (char) c };
+          kp_line_addn (l, e, 2);
+        }
+      else if (c < 0x20)
+        {
+          char e[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4],
+                        "0123456789abcdef"[c & 15] };
+          kp_line_addn (l, e, 6);
+        }
+      else
+        kp_line_addn (l, (const char *) &s[i], 1);
+    }
+  kp_line_add (l, "\"");
 }
 
 /* Format P as 0x... into BUF (at least 19 bytes) without stdio.  */

@@ -1,5 +1,6 @@
 /* stats.c -- kame_pool_get_stats: a walk over the regions plus the
-   large-tier counters; the report at exit (KAME_POOL_STATS).
+   large-tier counters; the report at exit (KAME_POOL_STATS), as text
+   or JSON, to stderr or a file.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -12,8 +13,10 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kp_internal.h"
 
@@ -193,68 +196,199 @@ kame_pool_get_numa_stats (size_t *regions_per_node, size_t n)
   return nodes;
 }
 
-/* The report of KAME_POOL_STATS on stderr, written without allocating.  */
+/* The text report, to L.  */
 static void
-kp_print_stats (void)
+kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
 {
-  kame_pool_stats_t s = { .version = KAME_POOL_STATS_VERSION };
-  kame_pool_get_stats (&s);
   char buf[512];
-  int saved = errno;
   /* snprintf with these conversions does not allocate in glibc.  */
   snprintf (buf, sizeof buf,
             "kamepool: %zu regions (%zu MiB reserved); %zu chunks live "
             "holding %zu units (%zu MiB); dedicated %zu KiB; "
             "%zu large mappings (%zu KiB); cache %zu KiB; "
             "tls model %s, hugepage advice %s\n",
-            s.regions_populated, s.bytes_reserved >> 20, s.chunks_live,
-            s.units_live, (s.units_live * KP_UNIT_SIZE) >> 20,
-            s.dedicated_chunk_bytes >> 10, s.large_alloc_count,
-            s.large_alloc_bytes >> 10, s.cache_bytes >> 10,
+            s->regions_populated, s->bytes_reserved >> 20, s->chunks_live,
+            s->units_live, (s->units_live * KP_UNIT_SIZE) >> 20,
+            s->dedicated_chunk_bytes >> 10, s->large_alloc_count,
+            s->large_alloc_bytes >> 10, s->cache_bytes >> 10,
             KP_TLS_MODEL_NAME,
             kp_thp_policy_now () == KAME_POOL_THP_ALWAYS ? "on"
             : kp_thp_policy_now () == KAME_POOL_THP_NEVER ? "never" : "off");
-  kp_os_write_stderr (buf);
+  kp_line_add (l, buf);
   snprintf (buf, sizeof buf,
             "kamepool: small blocks: %zu KiB live in %zu KiB resident "
             "(%zu KiB free); given back by the decay: %zu KiB now, "
             "%zu pages in %zu calls ever; free units resident %zu KiB; "
             "remote frees pending %zu; abandoned %zu chunks (%zu KiB)\n",
-            s.small_live_bytes >> 10, s.small_resident_bytes >> 10,
-            s.small_free_bytes >> 10, s.purged_bytes >> 10, s.purge_pages,
-            s.purge_calls, s.dirty_bytes >> 10, s.remote_pending,
-            s.abandoned_chunks, s.abandoned_bytes >> 10);
-  kp_os_write_stderr (buf);
+            s->small_live_bytes >> 10, s->small_resident_bytes >> 10,
+            s->small_free_bytes >> 10, s->purged_bytes >> 10, s->purge_pages,
+            s->purge_calls, s->dirty_bytes >> 10, s->remote_pending,
+            s->abandoned_chunks, s->abandoned_bytes >> 10);
+  kp_line_add (l, buf);
   snprintf (buf, sizeof buf,
             "kamepool: given back: %zu pages in %zu madvise calls ever; "
             "free units reused after that: %zu; background purge: %zu "
             "passes, %zu pages, started %zu times, %s\n",
-            s.discard_pages, s.discard_calls, s.refault_units,
-            s.background_passes, s.background_pages, s.background_starts,
-            s.background_running ? "running" : "not running");
-  kp_os_write_stderr (buf);
-  kp_os_write_stderr ("kamepool: class    size  chunks  live-blocks  "
-                      "free-blocks  resident-KiB\n");
-  for (size_t i = 0; i < s.nclasses; i++)
+            s->discard_pages, s->discard_calls, s->refault_units,
+            s->background_passes, s->background_pages, s->background_starts,
+            s->background_running ? "running" : "not running");
+  kp_line_add (l, buf);
+  kp_line_add (l, "kamepool: class    size  chunks  live-blocks  "
+               "free-blocks  resident-KiB\n");
+  for (size_t i = 0; i < s->nclasses; i++)
     {
-      const kame_pool_class_stats_t *k = &s.classes[i];
+      const kame_pool_class_stats_t *k = &s->classes[i];
       if (k->chunks == 0)
         continue;
       snprintf (buf, sizeof buf,
                 "kamepool: %5zu %7zu %7zu %12zu %12zu %13zu\n",
                 i, k->block_size, k->chunks, k->live_blocks, k->free_blocks,
                 k->resident_bytes >> 10);
-      kp_os_write_stderr (buf);
+      kp_line_add (l, buf);
     }
+}
+
+/* "NAME": V, to L (FIRST: no comma before it).  */
+static void
+kp_json_field (kp_line_t *l, const char *name, size_t v, bool first)
+{
+  kp_line_add (l, first ? "\"" : ", \"");
+  kp_line_add (l, name);
+  kp_line_add (l, "\": ");
+  kp_line_num (l, v);
+}
+
+/* The JSON report, one object on one line, to L: every field of
+   kame_pool_stats_t under its own name, the classes as an array of
+   objects (every class, those without chunks too), and the settings
+   in effect.  kame_pool_get_stats(3) and kamepool(7) list the
+   members.  */
+static void
+kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
+{
+  kp_line_add (l, "{\"kamepool\": ");
+  kp_line_json_string (l, PACKAGE_VERSION, strlen (PACKAGE_VERSION));
+  kp_json_field (l, "pid", (size_t) getpid (), false);
+  kp_json_field (l, "version", s->version, false);
+#define KP_JSON(f) kp_json_field (l, #f, s->f, false)
+  KP_JSON (regions_populated);
+  KP_JSON (bytes_reserved);
+  KP_JSON (chunks_live);
+  KP_JSON (units_live);
+  KP_JSON (cache_bytes);
+  KP_JSON (dedicated_chunk_bytes);
+  KP_JSON (large_alloc_count);
+  KP_JSON (large_alloc_bytes);
+  KP_JSON (small_live_bytes);
+  KP_JSON (small_resident_bytes);
+  KP_JSON (small_free_bytes);
+  KP_JSON (purged_bytes);
+  KP_JSON (dirty_bytes);
+  KP_JSON (remote_pending);
+  KP_JSON (abandoned_chunks);
+  KP_JSON (abandoned_bytes);
+  KP_JSON (purge_calls);
+  KP_JSON (purge_pages);
+  KP_JSON (discard_calls);
+  KP_JSON (discard_pages);
+  KP_JSON (refault_units);
+  KP_JSON (background_passes);
+  KP_JSON (background_pages);
+  KP_JSON (background_starts);
+  KP_JSON (background_running);
+  KP_JSON (nclasses);
+#undef KP_JSON
+  kp_line_add (l, ", \"tls_model\": \"" KP_TLS_MODEL_NAME "\", \"classes\": [");
+  for (size_t i = 0; i < s->nclasses; i++)
+    {
+      const kame_pool_class_stats_t *k = &s->classes[i];
+      kp_line_add (l, i == 0 ? "{" : ", {");
+      kp_json_field (l, "class", i, true);
+      kp_json_field (l, "block_size", k->block_size, false);
+      kp_json_field (l, "chunks", k->chunks, false);
+      kp_json_field (l, "live_blocks", k->live_blocks, false);
+      kp_json_field (l, "free_blocks", k->free_blocks, false);
+      kp_json_field (l, "resident_bytes", k->resident_bytes, false);
+      kp_line_add (l, "}");
+    }
+  kp_line_add (l, "], \"settings\": {");
+  kp_options_json (l);
+  kp_line_add (l, "}}\n");
+}
+
+/* PATH with %p replaced by the pid and %% by %, into OUT (KP_PATH_MAX
+   + 16 bytes: a pid has at most 10 digits, and the checked name holds
+   few %p).  */
+static void
+kp_stats_path_expand (const char *path, char *out, size_t size)
+{
+  kp_line_t l = { out, size, 0, -1 };
+  for (const char *c = path; *c != '\0'; c++)
+    if (c[0] == '%' && c[1] == 'p')
+      {
+        kp_line_num (&l, (unsigned long long) getpid ());
+        c++;
+      }
+    else if (c[0] == '%' && c[1] == '%')
+      {
+        kp_line_add (&l, "%");
+        c++;
+      }
+    else
+      kp_line_addn (&l, c, 1);
+  out[l.len] = '\0';
+}
+
+/* The report of KAME_POOL_STATS, written without allocating: to
+   stats_file when it is set, else to stderr.  A file is opened at exit
+   with open(2) (not kept open: the program may close every descriptor,
+   as daemons do), created or truncated; when it cannot be, one line
+   says so and the report goes to stderr.  */
+static void
+kp_print_stats (void)
+{
+  int saved = errno;
+  kame_pool_stats_t s = { .version = KAME_POOL_STATS_VERSION };
+  kame_pool_get_stats (&s);
+  int fd = -1;
+  const char *path = kp_option_stats_path ();
+  if (path[0] != '\0')
+    {
+      char name[KP_PATH_MAX * 4];
+      kp_stats_path_expand (path, name, sizeof name);
+      fd = open (name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0)
+        {
+          char lbuf[KP_PATH_MAX * 4 + 128];
+          kp_line_t m = KP_LINE (lbuf, -1);
+          kp_line_add (&m, "kamepool: stats_file ");
+          kp_line_add (&m, name);
+          kp_line_add (&m, ": cannot open it (errno ");
+          kp_line_num (&m, (unsigned long long) errno);
+          kp_line_add (&m, "); the report goes to stderr\n");
+          kp_line_flush (&m);
+        }
+    }
+  /* Written out whenever the buffer fills; static, as it is larger
+     than a destructor's frame should be.  */
+  static char buf[8192];
+  kp_line_t l = KP_LINE (buf, fd >= 0 ? fd : 2);
+  if (kp_setting (&kp_stats_format) == KP_STATS_JSON)
+    kp_stats_json (&l, &s);
+  else
+    kp_stats_text (&l, &s);
+  kp_line_flush (&l);
+  if (fd >= 0)
+    close (fd);
   errno = saved;
 }
 
 __attribute__ ((__destructor__)) static void
 kp_at_exit (void)
 {
-  /* Read the variable here too: a program that never allocated never
-     ran the initialisation.  */
-  if (kp_setting (&kp_stats_at_exit)
-      || kp_option_flag ("KAME_POOL_STATS", false))
+  /* A program that never allocated never ran the initialisation: read
+     the environment now.  */
+  kp_options_read ();
+  if (kp_setting (&kp_stats_at_exit))
     kp_print_stats ();
 }

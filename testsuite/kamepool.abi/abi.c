@@ -112,11 +112,13 @@ include_dir (void)
   return dir;
 }
 
-/* The malloc family, and glibc's extensions (mallinfo.c).  */
+/* The malloc family with C23's sized frees, and glibc's extensions
+   (mallinfo.c).  */
 static const char *const malloc_family[] = {
   "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
   "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
   "malloc_trim", "mallinfo2", "mallinfo", "malloc_stats", "malloc_info",
+  "mallopt", "free_sized", "free_aligned_sized",
   NULL
 };
 
@@ -154,6 +156,76 @@ KT_TEST (libkamepool_exports_exactly_its_interface)
     }
 }
 
+/* The version of each symbol LIB exports, "" for none: NAME@@VERSION
+   in nm -D's output.  */
+static const char *
+version_of (const char *lib, const char *name)
+{
+  static char version[128];
+  char cmd[4096];
+  snprintf (cmd, sizeof cmd, "nm -D --defined-only '%s'", lib);
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return NULL;
+  char line[1024];
+  const char *found = NULL;
+  while (fgets (line, sizeof line, f) != NULL)
+    {
+      char addr[64], type[8], sym[900];
+      if (sscanf (line, "%63s %7s %899s", addr, type, sym) != 3)
+        continue;
+      char *at = strchr (sym, '@');
+      if (at != NULL)
+        *at = '\0';
+      if (strcmp (sym, name) != 0)
+        continue;
+      snprintf (version, sizeof version, "%s",
+                at == NULL ? "" : at + 1 + (at[1] == '@'));
+      found = version;
+    }
+  pclose (f);
+  return found;
+}
+
+/* The version script's nodes: the first release's functions in
+   KAMEPOOL_0.1, the sized frees in the new node KAMEPOOL_0.2, and the
+   malloc family, mallopt and the C23 frees without a version, which
+   the dynamic linker needs to bind a program's malloc@GLIBC_2.2.5 (or
+   mallopt@GLIBC_2.2.5, free_sized@GLIBC_2.43) to them.  */
+KT_TEST (libkamepool_symbol_versions_are_exact)
+{
+  const char *lib = kt_object_of ((void *) kame_pool_malloc);
+  KT_CHECK (lib != NULL);
+  const char *v = version_of (lib, "kame_pool_malloc");
+  KT_CHECK (v != NULL);
+  if (*v == '\0')
+    KT_UNSUPPORTED ("built without a version script");
+  struct symset want = { .n = 0 };
+  char header[4200];
+  snprintf (header, sizeof header, "%s/kame_pool.h", include_dir ());
+  static const char *const prefixes[] = { "kame_pool_", NULL };
+  KT_CHECK (declared (header, prefixes, &want));
+  for (size_t i = 0; i < want.n; i++)
+    {
+      const char *name = want.name[i];
+      const char *node = strcmp (name, "kame_pool_free_sized") == 0
+                         || strcmp (name, "kame_pool_free_aligned_sized") == 0
+                         ? "KAMEPOOL_0.2" : "KAMEPOOL_0.1";
+      v = version_of (lib, name);
+      if (v == NULL || strcmp (v, node) != 0)
+        KT_FAILF ("%s has version \"%s\", not %s", name,
+                  v != NULL ? v : "(missing)", node);
+    }
+  if (kt_pool_interposes ())
+    for (const char *const *m = malloc_family; *m != NULL; m++)
+      {
+        v = version_of (lib, *m);
+        if (v == NULL || *v != '\0')
+          KT_FAILF ("%s has version \"%s\", not none", *m,
+                    v != NULL ? v : "(missing)");
+      }
+}
+
 KT_TEST (libckarena_exports_exactly_its_interface)
 {
   const char *lib = kt_object_of ((void *) tl_status_str);
@@ -181,4 +253,5 @@ KT_TEST (libckarena_exports_exactly_its_interface)
 }
 
 KT_MAIN (KT_CASE (libkamepool_exports_exactly_its_interface),
+         KT_CASE (libkamepool_symbol_versions_are_exact),
          KT_CASE (libckarena_exports_exactly_its_interface))

@@ -382,6 +382,9 @@ static const char helper_source[] =
   "  malloc_stats ();\n"
   "  free (big);\n"
   "  printf (\"malloc_trim %d\\n\", malloc_trim (0));\n"
+  "  /* glibc answers 1 to both; the pool does not perturb.  */\n"
+  "  printf (\"mallopt %d %d\\n\", mallopt (M_PERTURB, 1),\n"
+  "          mallopt (M_ARENA_MAX, 2));\n"
   "  return 0;\n"
   "}\n";
 
@@ -413,7 +416,8 @@ KT_TEST (preloaded_pool_serves_the_whole_malloc_family)
               (unsigned) pooled.status, pooled.err);
   if (strstr (pooled.out, "NOT POOL") != NULL)
     KT_FAILF ("some calls bypassed the pool:\n%.400s", pooled.out);
-  /* 6 sizes x 9 calls, strdup, the libc mix, and glibc's extensions,
+  /* 6 sizes x 9 calls, strdup, the libc mix, and glibc's extensions
+     (mallopt's answer to M_PERTURB is the pool's: 0),
      which must be the pool's: they see the pool's one live mapping
      (glibc's own heap served nothing), malloc_info has the pool's
      cache element, and once freed the 6 MB block waits in the pool's
@@ -421,9 +425,10 @@ KT_TEST (preloaded_pool_serves_the_whole_malloc_family)
   int lines = 0;
   for (const char *c = pooled.out; *c != '\0'; c++)
     lines += *c == '\n';
-  KT_CHECK_EQ (lines, 6 * 9 + 6);
+  KT_CHECK_EQ (lines, 6 * 9 + 7);
   KT_CHECK (strstr (pooled.out, "libc mix ok\nmallinfo2 pool\n"
-                    "mallinfo pool\nmalloc_info pool\nmalloc_trim 1\n")
+                    "mallinfo pool\nmalloc_info pool\nmalloc_trim 1\n"
+                    "mallopt 0 1\n")
             != NULL);
   KT_CHECK (strstr (pooled.err, "Arena 0:\nsystem bytes     = ") != NULL);
   KT_CHECK (strstr (pooled.err, "\nmax mmap regions =          1\n"

@@ -12,6 +12,8 @@
 
 #include "misuse.h"
 
+#include <dlfcn.h>
+
 /* Enough 64-byte blocks to use up the chunk the misuse was in (4096
    blocks a chunk) and carve another two.  */
 #define N64 (3 * 4096)
@@ -920,6 +922,101 @@ KM_TEST (malloc_usable_size_of_a_stack_address)
              "invalid pointer (on the stack):");
 }
 
+
+/* free_sized as the program sees it (dlsym: this glibc's <stdlib.h> may
+   not declare it); kame_pool_free_sized where nothing exports it.  */
+static KM_UNUSED void
+free_sized_of (void *p, size_t size)
+{
+  void (*f) (void *, size_t)
+    = (void (*) (void *, size_t)) dlsym (RTLD_DEFAULT, "free_sized");
+  if (f == NULL)
+    KM_FAIL ("no free_sized");
+  f (p, size);
+}
+
+/* C23's sized frees: a size larger than the block, or an alignment it
+   does not have, is misuse; the block stays allocated with report.
+   kame_pool_free_sized and kame_pool_free_aligned_sized, in every
+   build; free_sized and free_aligned_sized where the pool interposes
+   (see sized_frees_of_the_right_size_free in kamepool.api).  */
+static void
+sc_free_sized_too_large (void)
+{
+  char *p = km_block (100, 5);
+  km_misusing (p);
+  kame_pool_free_sized (p, kame_pool_malloc_usable_size (p) + 1);
+  km_intact (p, 100, 5);
+  void *live = p;
+  km_no_block_twice (100, N64, &live, 1);
+  kame_pool_free_sized (p, 100);
+}
+
+KM_TEST (free_sized_with_a_size_larger_than_the_block)
+{
+  KM_EXPECT (sc_free_sized_too_large, "kame_pool_free_sized",
+             "invalid size (larger than the block):");
+}
+
+static void
+sc_free_aligned_sized_misaligned (void)
+{
+  /* Blocks of the 48-byte class follow each other 48 bytes apart: of
+     two in a row, one is not 32-byte aligned.  */
+  char *p = kame_pool_malloc (48), *q = kame_pool_malloc (48);
+  if (p == NULL || q == NULL)
+    KM_FAIL ("malloc (48) failed");
+  char *odd = ((uintptr_t) p & 31) != 0 ? p : q;
+  if (((uintptr_t) odd & 31) == 0)
+    KM_FAIL ("two 48-byte blocks %p and %p both 32-byte aligned", p, q);
+  kame_pool_free (odd == p ? q : p);
+  kt_paint (odd, 48, 6);
+  km_misusing (odd);
+  kame_pool_free_aligned_sized (odd, 32, 48);
+  km_intact (odd, 48, 6);
+  kame_pool_free_aligned_sized (odd, 16, 48);
+}
+
+KM_TEST (free_aligned_sized_with_an_alignment_the_block_does_not_have)
+{
+  KM_EXPECT (sc_free_aligned_sized_misaligned, "kame_pool_free_aligned_sized",
+             "invalid alignment (the block does not have it):");
+}
+
+static void
+sc_free_aligned_sized_not_power (void)
+{
+  char *p = km_block (48, 7);
+  km_misusing (p);
+  kame_pool_free_aligned_sized (p, 24, 48);
+  km_intact (p, 48, 7);
+  kame_pool_free_aligned_sized (p, 16, 48);
+}
+
+KM_TEST (free_aligned_sized_with_an_alignment_not_a_power_of_two)
+{
+  KM_EXPECT (sc_free_aligned_sized_not_power, "kame_pool_free_aligned_sized",
+             "invalid alignment (not a power of two):");
+}
+
+static void
+sc_free_sized_large (void)
+{
+  char *p = km_block (8 * MIB, 8);
+  km_misusing (p);
+  free_sized_of (p, 64 * MIB);
+  km_intact (p, 8 * MIB, 8);
+  free_sized_of (p, 8 * MIB);
+}
+
+/* The interposed name, where there is one.  */
+KM_TEST (free_sized_of_an_8_mib_block_with_64_mib)
+{
+  KM_NEEDS_INTERPOSE ("free_sized");
+  KM_EXPECT (sc_free_sized_large, "free_sized",
+             "invalid size (larger than the block):");
+}
+
 KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_b_block_with_a_free_in_between),
          KM_CASE (double_free_of_a_64_b_block_is_found_before_a_second_owner),
@@ -958,4 +1055,8 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (realloc_of_a_stack_address),
          KM_CASE (overflow_into_a_freed_neighbour),
          KM_CASE (write_into_a_block_on_a_remote_list),
-         KM_CASE (malloc_usable_size_of_a_stack_address))
+         KM_CASE (malloc_usable_size_of_a_stack_address),
+         KM_CASE (free_sized_with_a_size_larger_than_the_block),
+         KM_CASE (free_aligned_sized_with_an_alignment_the_block_does_not_have),
+         KM_CASE (free_aligned_sized_with_an_alignment_not_a_power_of_two),
+         KM_CASE (free_sized_of_an_8_mib_block_with_64_mib))

@@ -107,8 +107,8 @@ run_with (const char *value, int *status, char *err, size_t size,
       KT_CHECK (WIFEXITED (st_) && WEXITSTATUS (st_) == 0);             \
   } while (0)
 
-#define REFUSED "kamepool: KAME_POOL_ON_MISUSE must be abort or report; " \
-  "keeping abort\n"
+#define REFUSED "kamepool: KAME_POOL_ON_MISUSE=ignore: expected abort or " \
+  "report; keeping abort\n"
 
 KT_TEST (on_misuse_unset_aborts)
 {

@@ -365,8 +365,8 @@ ck_env_flag (const char *name)
 {
   const char *v = getenv (name);
   if (v != NULL && *v != '\0' && env_flag_parse (v) < 0)
-    ck_bump_report ("%s=%.200s: expected " ENV_FLAG_FORMS "; keeping off",
-                    name, v);
+    ck_bump_report ("", "%s=%.200s: expected " ENV_FLAG_FORMS
+                    "; keeping off", name, v);
   return env_flag_value (v, false);
 }
 

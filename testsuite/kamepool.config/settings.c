@@ -154,7 +154,9 @@ KT_TEST (bad_values_of_every_variable_are_refused)
             "kamepool: KAME_POOL_VERBOSE=2: expected " SWITCH
             "; keeping off\n"
             "kamepool: KAME_POOL_DECAY_MS=100ms: expected a number of "
-            "milliseconds from 0 to 3600000, off or never; keeping 100\n"
+            "milliseconds from 0 to 3600000, off or never; keeping 500\n"
+            "kamepool: KAME_POOL_BACKGROUND_PURGE=maybe: expected " SWITCH
+            "; keeping on\n"
             "kamepool: KAME_POOL_ON_MISUSE=reprot: expected abort or "
             "report; keeping abort\n"
             "kamepool: KAME_POOL_STRICT_CAP=maybe: expected " SWITCH
@@ -175,7 +177,9 @@ KT_TEST (bad_values_of_every_variable_are_refused)
   EXPECT_DEFAULTS (want,
                    "KAME_POOL_STATS_FILE=/tmp/s.%d",
                    "KAME_POOL_STATS_FORMAT=xml", "KAME_POOL_VERBOSE=2",
-                   "KAME_POOL_DECAY_MS=100ms", "KAME_POOL_ON_MISUSE=reprot",
+                   "KAME_POOL_DECAY_MS=100ms",
+                   "KAME_POOL_BACKGROUND_PURGE=maybe",
+                   "KAME_POOL_ON_MISUSE=reprot",
                    "KAME_POOL_STRICT_CAP=maybe", "KAME_POOL_MAX_BYTES=1T",
                    "KAME_POOL_LARGE_CACHE_CAP=-1",
                    "KAME_POOL_THREAD_EXIT_RECLAIM=nope",
@@ -288,6 +292,7 @@ KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
             "kamepool:   stats_format:text (default)\n"
             "kamepool:   verbose:on (KAME_POOL_CONF)\n"
             "kamepool:   decay_ms:off (KAME_POOL_CONF)\n"
+            "kamepool:   background_purge:on (default)\n"
             "kamepool:   on_misuse:report (KAME_POOL_ON_MISUSE)\n"
             "kamepool:   strict_cap:off (default)\n"
             "kamepool:   max_bytes:0 (default)\n"

@@ -101,7 +101,7 @@ read_file (const char *path, char *buf, size_t size)
   return true;
 }
 
-/* TEXT is a whole text report: the two summary lines, the table's
+/* TEXT is a whole text report: the three summary lines, the table's
    head, at least one row and only rows after it, each of six numbers
    and of a class in increasing order, and a newline at the end; the
    rows' chunks add up to at most chunks_live.  NULL, or what is
@@ -118,6 +118,9 @@ text_report_incomplete (const char *text)
   if (l2 == NULL || strncmp (l2 + 1, "kamepool: small blocks: ", 24) != 0)
     return "second line";
   const char *l3 = strchr (l2 + 1, '\n');
+  if (l3 == NULL || strncmp (l3 + 1, "kamepool: given back: ", 22) != 0)
+    return "third line";
+  l3 = strchr (l3 + 1, '\n');
   static const char head[] = "kamepool: class    size  chunks  "
     "live-blocks  free-blocks  resident-KiB\n";
   if (l3 == NULL || strncmp (l3 + 1, head, sizeof head - 1) != 0)
@@ -205,8 +208,10 @@ static const char json_check[] =
   "  'dedicated_chunk_bytes', 'large_alloc_count', 'large_alloc_bytes',\n"
   "  'small_live_bytes', 'small_resident_bytes', 'small_free_bytes',\n"
   "  'purged_bytes', 'dirty_bytes', 'remote_pending', 'abandoned_chunks',\n"
-  "  'abandoned_bytes', 'purge_calls', 'purge_pages', 'nclasses',\n"
-  "  'tls_model', 'classes', 'settings']\n"
+  "  'abandoned_bytes', 'purge_calls', 'purge_pages', 'discard_calls',\n"
+  "  'discard_pages', 'refault_units', 'background_passes',\n"
+  "  'background_pages', 'background_starts', 'background_running',\n"
+  "  'nclasses', 'tls_model', 'classes', 'settings']\n"
   "assert list(d) == top, list(d)\n"
   "assert d['pid'] == int(sys.argv[2]), d['pid']\n"
   "assert d['version'] == int(sys.argv[3]), d['version']\n"
@@ -219,7 +224,7 @@ static const char json_check[] =
   "assert sum(c['chunks'] for c in d['classes']) <= d['chunks_live']\n"
   "assert d['regions_populated'] >= 1\n"
   "assert d['bytes_reserved'] == d['regions_populated'] * 33554432\n"
-  "for k in top[1:22]:\n"
+  "for k in top[1:29]:\n"
   "  assert type(d[k]) is int and d[k] >= 0, k\n"
   "s = d['settings']\n"
   "assert s['stats'] == 'on' and s['stats_format'] == 'json', s\n"

@@ -681,7 +681,21 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
                                        pages == KP_PAGES_LAZY_LARGE);
       if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
           + bytes > budget)
-        pages = KP_PAGES_DISCARD;
+        {
+          /* Over the budget: the free units that have waited longest
+             for a claim go first (those free for a tick of the decay
+             at least), not this release's, which the next claim is
+             the likeliest to take.  */
+          int delay = kp_setting (&kp_decay_ms);
+          size_t calls = 0;
+          if (budget > bytes && delay >= 0)
+            kp_units_purge_where (kp_clock_ms (),
+                                  (uint32_t) delay / KP_DECAY_STEPS + 1,
+                                  budget - bytes, &calls);
+          if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
+              + bytes > budget)
+            pages = KP_PAGES_DISCARD;
+        }
     }
   if (pages == KP_PAGES_DISCARD)
     kp_units_discard (r, base, units);

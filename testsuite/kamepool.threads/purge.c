@@ -6,8 +6,11 @@
    over a working set gives back nothing and faults nothing after its
    first round; the thread is gone once there is nothing left, is made
    again in a forked child, and a process that cannot make threads
-   goes on without it.
-   kptest-env: KAME_POOL_DECAY_MS=100
+   goes on without it.  The delay is a second, so that what the tests
+   see before it (the units kept at a release, a steady cycle's rounds)
+   does not depend on how fast a loaded machine or a sanitizer's build
+   runs them.
+   kptest-env: KAME_POOL_DECAY_MS=1000
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

@@ -154,7 +154,7 @@ KT_TEST (bad_values_of_every_variable_are_refused)
             "kamepool: KAME_POOL_VERBOSE=2: expected " SWITCH
             "; keeping off\n"
             "kamepool: KAME_POOL_DECAY_MS=100ms: expected a number of "
-            "milliseconds from 0 to 3600000, off or never; keeping 100\n"
+            "milliseconds from 0 to 3600000, off or never; keeping 500\n"
             "kamepool: KAME_POOL_ON_MISUSE=reprot: expected abort or "
             "report; keeping abort\n"
             "kamepool: KAME_POOL_STRICT_CAP=maybe: expected " SWITCH
@@ -288,6 +288,7 @@ KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
             "kamepool:   stats_format:text (default)\n"
             "kamepool:   verbose:on (KAME_POOL_CONF)\n"
             "kamepool:   decay_ms:off (KAME_POOL_CONF)\n"
+            "kamepool:   background_purge:on (default)\n"
             "kamepool:   on_misuse:report (KAME_POOL_ON_MISUSE)\n"
             "kamepool:   strict_cap:off (default)\n"
             "kamepool:   max_bytes:0 (default)\n"

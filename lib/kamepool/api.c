@@ -156,3 +156,9 @@ kame_pool_get_thp_policy (void)
 {
   return kp_thp_policy_now ();
 }
+
+int
+kame_pool_prof_dump (const char *path)
+{
+  return kp_prof_dump (path);
+}

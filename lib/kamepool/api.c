@@ -160,5 +160,8 @@ kame_pool_get_thp_policy (void)
 int
 kame_pool_prof_dump (const char *path)
 {
+  /* A process that has not allocated yet has not read KAME_POOL_PROF
+     either.  */
+  kp_ready ();
   return kp_prof_dump (path);
 }

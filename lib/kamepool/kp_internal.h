@@ -905,6 +905,23 @@ KP_HIDDEN int kp_prof_dump (const char *path);
 /* The bytes the stack table maps (0 when profiling is off), and the
    stacks it holds.  */
 KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
+/* The malloc of N bytes during which the process initialised itself
+   took the path of a process without the profile; LIMIT is what
+   kp_prof_lut_max held before.  If the initialisation turned the
+   profile on, the countdown for N now: the sampled block, or NULL
+   (kp_malloc_refill_chunk, kp_malloc_large).  */
+KP_INLINE void *
+kp_prof_first (size_t limit, size_t n)
+{
+  if (kp_likely (limit == kp_prof_lut_limit ()))
+    return NULL;
+  if (n < kp_tc.prof_left)
+    {
+      kp_tc.prof_left -= n;
+      return NULL;
+    }
+  return kp_prof_sample (n);
+}
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);

@@ -49,6 +49,10 @@
      counters, hints        relaxed, approximate by design.
      heap.rbatch, rbatch_*  the heap's thread only: plain (with signal
                             fences for a fork from a signal handler).
+     kp_prof_lut_max        release store once by kp_prof_init; relaxed
+                            loads by malloc, acquire by kp_prof_sample.
+     heap profile records   under prof.c's mutex; kp_tc.prof_* the
+                            thread's own.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */

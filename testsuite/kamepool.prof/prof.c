@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 #define KT_WORKDIR_TEMPLATE "/tmp/kptest-prof-XXXXXX"
 #include "kptest-programs.h"
 
@@ -136,6 +138,34 @@ prof_child (void)
       printf ("full %d\n", kame_pool_prof_dump ("/dev/full"));
       printf ("null %d\n", kame_pool_prof_dump (NULL));
       printf ("errno kept %d\n", errno == e);
+    }
+  else if (strcmp (mode, "calls") == 0)
+    {
+      /* Every block sampled (KAME_POOL_PROF_SAMPLE=1): each call of
+         the family on a sampled block.  */
+      char *p = kame_pool_malloc (1234);
+      memset (p, 7, 1234);
+      printf ("usable %zu\n", kame_pool_malloc_usable_size (p));
+      if (kt_pool_interposes ())
+        printf ("malloc_usable_size %zu\n", malloc_usable_size (p));
+      else
+        printf ("malloc_usable_size 1248\n");
+      printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
+      char *q = kame_pool_realloc (p, 5555);
+      printf ("grown %d, kept %d\n", q != NULL && q != p,
+              q[0] == 7 && q[49] == 7);
+      printf ("usable %zu\n", kame_pool_malloc_usable_size (q));
+      kame_pool_free_sized (q, 5555);
+      int *z = kame_pool_calloc (1000, sizeof *z);
+      int sum = 0;
+      for (int i = 0; i < 1000; i++)
+        sum += z[i];
+      printf ("calloc zero %d\n", sum == 0);
+      kame_pool_free (z);
+      void *a = kame_pool_aligned_alloc (4096, 4096);
+      printf ("aligned %d\n", a != NULL && ((uintptr_t) a & 4095) == 0);
+      kame_pool_free (a);
+      dump_or_say ("now.heap");
     }
   else if (strcmp (mode, "threads") == 0)
     {
@@ -407,6 +437,27 @@ KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)
   remove_workdir ();
 }
 
+KT_TEST (sampled_blocks_answer_every_call_of_the_family)
+{
+  KT_CHECK (setup ());
+  KT_CHECK (run_child ("calls", true, "1", out, sizeof out, err,
+                       sizeof err, NULL));
+  KT_CHECK_STR_EQ (out, "usable 1248\nmalloc_usable_size 1248\n"
+                   "shrunk in place 1\ngrown 1, kept 1\nusable 5568\n"
+                   "calloc zero 1\naligned 1\n");
+  char path[4200];
+  snprintf (path, sizeof path, "%s/now.heap", workdir);
+  counts_t c, all;
+  /* The 1234-byte block and the 5555-byte one, both freed.  */
+  KT_CHECK (read_profile (path, 1234, &c, &all));
+  KT_CHECK_EQ (c.alloc_n, 1);
+  KT_CHECK_EQ (c.live_n, 0);
+  KT_CHECK (read_profile (path, 5555, &c, &all));
+  KT_CHECK_EQ (c.alloc_n, 1);
+  KT_CHECK_EQ (c.live_n, 0);
+  remove_workdir ();
+}
+
 KT_TEST (threads_sample_at_once_and_every_block_is_counted)
 {
   KT_CHECK (setup ());
@@ -520,6 +571,7 @@ KT_TEST (without_the_variable_no_profile_is_written)
 KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (google_pprof_finds_each_sites_bytes_within_ten_percent),
          KT_CASE (dump_answers_einval_when_off_and_the_errors_of_the_file),
+         KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),
          KT_CASE (a_forked_child_goes_on_from_the_parents_profile),
          KT_CASE (the_exit_profile_and_its_line_on_stderr_agree),

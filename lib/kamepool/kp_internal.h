@@ -894,7 +894,7 @@ kp_prof_lut_limit (void)
    after the settings).  */
 KP_HIDDEN void kp_prof_init (void);
 /* A malloc of N bytes, profiling on, that took the calling thread's
-   countdown (kp_tc.prof_left) to zero: the sampled block (served from
+   countdown (kp_tc.prof_left) below zero: the sampled block (served from
    a region of the profiler's own), or NULL for the pool's usual path
    (a malloc made from inside the profiler, or no memory for the
    sample).  */
@@ -917,13 +917,9 @@ KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
 KP_INLINE void *
 kp_prof_first (size_t limit, size_t n)
 {
-  if (kp_likely (limit == kp_prof_lut_limit ()))
+  if (kp_likely (limit == kp_prof_lut_limit ())
+      || !__builtin_sub_overflow (kp_tc.prof_left, n, &kp_tc.prof_left))
     return NULL;
-  if (n < kp_tc.prof_left)
-    {
-      kp_tc.prof_left -= n;
-      return NULL;
-    }
   return kp_prof_sample (n);
 }
 KP_HIDDEN void kp_prof_atfork_prepare (void);
@@ -1654,12 +1650,11 @@ kp_malloc (size_t n)
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
   if (kp_unlikely (limit != KP_LUT_MAX))
     {
-      /* The heap profile's countdown: a subtraction and a branch
-         unless this block is the sample.  */
-      uint64_t left = kp_tc.prof_left;
-      if (kp_unlikely (n >= left))
+      /* The heap profile's countdown: a subtraction and a branch on
+         its borrow, unless this block is the sample.  */
+      if (kp_unlikely (__builtin_sub_overflow (kp_tc.prof_left, n,
+                                               &kp_tc.prof_left)))
         return kp_malloc_sample (n);
-      kp_tc.prof_left = left - n;
     }
   return kp_malloc_unsampled (n);
 }

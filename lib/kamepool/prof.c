@@ -7,8 +7,8 @@
    version 2.1 or later; see COPYING.
 
    Sampling.  Each thread counts down the bytes it allocates
-   (kp_tc.prof_left); the malloc that takes the count to zero or below
-   is sampled, and a new gap is drawn from the exponential distribution
+   (kp_tc.prof_left); the malloc that takes the count below zero is
+   sampled, and a new gap is drawn from the exponential distribution
    of mean KAME_POOL_PROF_SAMPLE.  The gaps are memoryless, so a block
    of S bytes is sampled with probability 1 - exp (-S / RATE) whatever
    came before it, and a sample stands for 1 / (1 - exp (-S / RATE))
@@ -374,7 +374,11 @@ kp_prof_sample (size_t n)
      table are then visible.  */
   if (tc->prof_busy
       || atomic_load_explicit (&kp_prof_lut_max, memory_order_acquire) != 0)
-    return NULL;
+    {
+      /* The countdown went below zero: the next malloc comes back.  */
+      tc->prof_left = 0;
+      return NULL;
+    }
   if (tc->prof_rng == 0)
     {
       /* The thread's first profiled malloc: seed its numbers (any
@@ -383,7 +387,7 @@ kp_prof_sample (size_t n)
                       ^ ((uint64_t) kp_clock_ms () << 16) ^ n;
       tc->prof_rng = seed != 0 ? seed : 1;
       uint64_t left = kp_prof_gap (tc);
-      if (n < left)
+      if (n <= left)
         {
           tc->prof_left = left - n;
           return NULL;

@@ -263,10 +263,11 @@ kp_prof_hash (const uintptr_t *pc, size_t n)
   return h ^ (h >> 29);
 }
 
-/* The record of the stack PC[0..N), made if it is new; NULL when the
-   table has no room.  Under the lock.  */
+/* The record of the stack PC[0..N), made if it is new and INSERT says
+   so; NULL when there is none and none is made (or the table has no
+   room).  Under the lock.  */
 static kp_prof_stack_t *
-kp_prof_stack_find (const uintptr_t *pc, size_t n)
+kp_prof_stack_find (const uintptr_t *pc, size_t n, bool insert)
 {
   uint64_t h = kp_prof_hash (pc, n);
   size_t i = h & (KP_PROF_SLOTS - 1);
@@ -281,7 +282,7 @@ kp_prof_stack_find (const uintptr_t *pc, size_t n)
         return s;
       i = (i + 1) & (KP_PROF_SLOTS - 1);
     }
-  if (kp_prof_nstacks == KP_PROF_STACKS)
+  if (!insert || kp_prof_nstacks == KP_PROF_STACKS)
     return NULL;
   kp_prof_stack_t *s = &kp_prof_stacks[kp_prof_nstacks++];
   s->hash = h;
@@ -407,10 +408,12 @@ kp_prof_sample (size_t n)
   kp_prof_stack_t *s = NULL;
   if (depth > 0)
     {
-      if (kp_prof_nstacks < KP_PROF_STACKS / 8 * 7)
-        s = kp_prof_stack_find (pc, depth);
+      /* Past 7/8 of the records, a new stack is kept by its innermost
+         frame, so that the last records go to the sites themselves.  */
+      s = kp_prof_stack_find (pc, depth,
+                              kp_prof_nstacks < KP_PROF_STACKS / 8 * 7);
       if (s == NULL)
-        s = kp_prof_stack_find (pc, 1);
+        s = kp_prof_stack_find (pc, 1, true);
     }
   kp_prof_block_t *b = NULL;
   if (s != NULL)

@@ -27,6 +27,19 @@
 #define KT_WORKDIR_TEMPLATE "/tmp/kptest-prof-XXXXXX"
 #include "kptest-programs.h"
 
+/* Make the scratch directory of the test, and remove it when the test
+   returns, whichever way (a failed check returns early).  */
+static void
+workdir_cleanup (int *unused)
+{
+  (void) unused;
+  remove_workdir ();
+}
+#define SCRATCH_DIR()                                                   \
+  KT_CHECK (setup ());                                                  \
+  __attribute__ ((cleanup (workdir_cleanup))) int scratch_ = 0;         \
+  (void) scratch_
+
 /* ---- The workloads, in the child ---------------------------------------- */
 
 #define MIB ((size_t) 1 << 20)
@@ -327,7 +340,7 @@ check_estimate (const char *what, counts_t c, double n, double s, double r)
 
 KT_TEST (samples_are_unbiased_for_every_size_and_gaps_have_the_mean)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   pid_t pid;
   KT_CHECK (run_child ("two_sizes", true, "4096", out, sizeof out, err,
                        sizeof err, &pid));
@@ -341,7 +354,6 @@ KT_TEST (samples_are_unbiased_for_every_size_and_gaps_have_the_mean)
   /* Nothing was freed: what was allocated is live.  */
   KT_CHECK_EQ (small.live_b, small.alloc_b);
   KT_CHECK_EQ (big.live_n, big.alloc_n);
-  remove_workdir ();
 }
 
 /* The flat column of FUNCTION in google-pprof's --text output OUT, in
@@ -386,7 +398,7 @@ run_pprof (const char *pprof, const char *flag, const char *profile,
 KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
 {
   NEED_PROGRAM (pprof, "google-pprof");
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   pid_t pid;
   KT_CHECK (run_child ("three_sites", true, "65536", out, sizeof out, err,
                        sizeof err, &pid));
@@ -415,12 +427,11 @@ KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
   KT_CHECK (fabs (churn_all - churn) <= 0.1 * churn);
   /* Everything the churning site allocated was freed.  */
   KT_CHECK (churn_in == 0);
-  remove_workdir ();
 }
 
 KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   /* This process runs without KAME_POOL_PROF.  */
   errno = 4321;
   KT_CHECK_EQ (kame_pool_prof_dump ("/tmp/never-written.heap"), EINVAL);
@@ -434,12 +445,11 @@ KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)
             "nonexistent %d\ndirectory %d\nfull %d\nnull %d\n"
             "errno kept 1\n", ENOENT, EISDIR, ENOSPC, EINVAL);
   KT_CHECK_STR_EQ (out, want);
-  remove_workdir ();
 }
 
 KT_TEST (sampled_blocks_answer_every_call_of_the_family)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   KT_CHECK (run_child ("calls", true, "1", out, sizeof out, err,
                        sizeof err, NULL));
   KT_CHECK_STR_EQ (out, "usable 1248\nmalloc_usable_size 1248\n"
@@ -455,12 +465,11 @@ KT_TEST (sampled_blocks_answer_every_call_of_the_family)
   KT_CHECK (read_profile (path, 5555, &c, &all));
   KT_CHECK_EQ (c.alloc_n, 1);
   KT_CHECK_EQ (c.live_n, 0);
-  remove_workdir ();
 }
 
 KT_TEST (threads_sample_at_once_and_every_block_is_counted)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   /* A rate of 1 byte samples every block: the counts are exact.  */
   KT_CHECK (run_child ("threads", true, "1", out, sizeof out, err,
                        sizeof err, NULL));
@@ -473,12 +482,11 @@ KT_TEST (threads_sample_at_once_and_every_block_is_counted)
   KT_CHECK_EQ (c.alloc_b, 4000 * 333);
   KT_CHECK_EQ (c.live_n, 2000);
   KT_CHECK_EQ (c.live_b, 2000 * 333);
-  remove_workdir ();
 }
 
 KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   KT_CHECK (run_child ("fork", true, "1", out, sizeof out, err, sizeof err,
                        NULL));
   KT_CHECK_STR_EQ (out, "child exit 0\n");
@@ -497,13 +505,12 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
   KT_CHECK_EQ (kept_n.live_n, 10);
   KT_CHECK_EQ (child_n.live_n, 3);
   KT_CHECK_EQ (child_n.alloc_n, 3);
-  remove_workdir ();
 }
 
 /* The line at exit says what the file holds.  */
 KT_TEST (the_exit_profile_and_its_line_on_stderr_agree)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   pid_t pid;
   KT_CHECK (run_child ("exit", true, "1", out, sizeof out, err, sizeof err,
                        &pid));
@@ -523,14 +530,13 @@ KT_TEST (the_exit_profile_and_its_line_on_stderr_agree)
             "bytes in %llu blocks still live, held by %llu %s\n", (int) pid,
             bytes, blocks, stacks, stacks == 1 ? "stack" : "stacks");
   KT_CHECK_STR_EQ (err, want);
-  remove_workdir ();
 }
 
 /* A program that closed stderr: the profile may get descriptor 2, and
    the line at exit must not land in it.  */
 KT_TEST (a_program_that_closed_stderr_gets_a_clean_profile)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   pid_t pid;
   KT_CHECK (run_child ("closed_stderr", true, "1", out, sizeof out, err,
                        sizeof err, &pid));
@@ -548,13 +554,12 @@ KT_TEST (a_program_that_closed_stderr_gets_a_clean_profile)
     stray |= strstr (line, "kamepool:") != NULL;
   fclose (f);
   KT_CHECK (!stray);
-  remove_workdir ();
 }
 
 /* Without KAME_POOL_PROF nothing is written.  */
 KT_TEST (without_the_variable_no_profile_is_written)
 {
-  KT_CHECK (setup ());
+  SCRATCH_DIR ();
   KT_CHECK (run_child ("exit", false, "1", out, sizeof out, err, sizeof err,
                        NULL));
   KT_CHECK_STR_EQ (err, "");
@@ -565,7 +570,6 @@ KT_TEST (without_the_variable_no_profile_is_written)
     files += e->d_name[0] != '.';
   closedir (d);
   KT_CHECK_EQ (files, 0);
-  remove_workdir ();
 }
 
 KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),

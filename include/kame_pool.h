@@ -136,6 +136,12 @@ extern KAME_POOL_API void kame_pool_get_stats (kame_pool_stats_t *stats);
    replaces malloc.  */
 extern KAME_POOL_API int kame_pool_trim (size_t pad);
 
+/* Write the heap profile (KAME_POOL_PROF) to PATH now, in the text
+   format google-pprof reads: 0, or EINVAL when profiling is off or
+   PATH is NULL, or the errno value of the failed open or write (see
+   kame_pool_prof_dump(3)).  */
+extern KAME_POOL_API int kame_pool_prof_dump (const char *path);
+
 /* Transparent-hugepage advice for the data of the pool's regions:
    leave it to the kernel's mode, MADV_HUGEPAGE, or MADV_NOHUGEPAGE.  */
 #define KAME_POOL_THP_SYSTEM 0

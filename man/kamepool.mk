@@ -31,6 +31,7 @@ dist_man_MANS += \
 	man/man3/kame_pool_set_thp_policy.3 \
 	man/man3/kame_pool_get_thp_policy.3 \
 	man/man3/kame_pool_get_numa_stats.3
+dist_man_MANS += man/man3/kame_pool_prof_dump.3
 dist_man_MANS += man/man7/kamepool.7
 dist_man_MANS += man/man1/kamepool-run.1
 

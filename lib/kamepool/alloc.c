@@ -13,6 +13,13 @@
 
 #include "kp_internal.h"
 
+void *
+kp_malloc_sample (size_t n)
+{
+  void *p = kp_prof_sample (n);
+  return p != NULL ? p : kp_malloc_unsampled (n);
+}
+
 /* kp_free_pool out of line: kp_free_cold's frame then has no room to
    make for it on the large blocks' path.  */
 static KP_NOINLINE void
@@ -38,6 +45,9 @@ kp_free_cold (void *p)
     case KP_RADIX_LARGE_PREV:
       kp_large_free (p, kind);
       return;
+    case KP_RADIX_PROF:
+      kp_prof_free (p);
+      return;
     default:
       /* Not ours: the C library's, or misuse.  */
       if (kp_foreign_ok ("free", p))
@@ -59,6 +69,8 @@ kp_usable_size (const void *p)
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:
       return kp_large_usable (p, kind);
+    case KP_RADIX_PROF:
+      return kp_prof_usable (p);
     default:
       return 0;
     }
@@ -71,6 +83,7 @@ kp_owns (const void *p)
   switch (kind)
     {
     case KP_RADIX_POOL:
+    case KP_RADIX_PROF:
       return true;
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:
@@ -82,7 +95,9 @@ kp_owns (const void *p)
 
 /* N bytes aligned to ALIGN, a power of two.  Small classes serve it
    when one has the size and the natural alignment; then a dedicated
-   chunk (256 KiB-aligned); then a mapping at an aligned offset.  */
+   chunk (256 KiB-aligned); then a mapping at an aligned offset.  The
+   heap profile samples the calls of the default alignment only: a
+   sampled block is 64 bytes past a page boundary.  */
 void *
 kp_memalign (size_t align, size_t n)
 {
@@ -98,7 +113,7 @@ kp_memalign (size_t align, size_t n)
   int cls = kp_class_for_aligned (n, align);
   if (cls < 0)
     return kp_malloc_large (n, align);
-  void *p = kp_malloc (kp_class_size[cls]);
+  void *p = kp_malloc_unsampled (kp_class_size[cls]);
   if (kp_unlikely (p == NULL))
     return NULL;
   if (kp_unlikely (((uintptr_t) p & (align - 1)) != 0))
@@ -167,15 +182,18 @@ kp_realloc (void *p, size_t n)
       errno = EINVAL;
       return NULL;
     }
-  if (usable <= KP_SMALL_MAX && !kp_small_block_live ("realloc", p))
+  bool sampled = kp_radix_lookup ((uintptr_t) p) == KP_RADIX_PROF;
+  if (!sampled && usable <= KP_SMALL_MAX
+      && !kp_small_block_live ("realloc", p))
     {
       errno = EINVAL;
       return NULL;
     }
   if (n <= usable)
     return p;
-  if (usable > KP_DEDICATED_MAX ? kp_large_grow (p, n)
-      : usable > KP_SMALL_MAX && kp_dedicated_grow (p, n))
+  if (!sampled
+      && (usable > KP_DEDICATED_MAX ? kp_large_grow (p, n)
+          : usable > KP_SMALL_MAX && kp_dedicated_grow (p, n)))
     return p;
   void *q = kp_malloc (n);
   if (q == NULL)

@@ -156,3 +156,12 @@ kame_pool_get_thp_policy (void)
 {
   return kp_thp_policy_now ();
 }
+
+int
+kame_pool_prof_dump (const char *path)
+{
+  /* A process that has not allocated yet has not read KAME_POOL_PROF
+     either.  */
+  kp_ready ();
+  return kp_prof_dump (path);
+}

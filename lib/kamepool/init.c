@@ -135,6 +135,14 @@ kp_atfork_prepare (void)
   if (kp_heap_live (h) && !h->rbatch_taking)
     kp_rbatch_flush_all (h);
   kp_purge_atfork_prepare ();
+  kp_prof_atfork_prepare ();
+}
+
+static void
+kp_atfork_parent (void)
+{
+  kp_prof_atfork_parent ();
+  kp_purge_atfork_parent ();
 }
 
 /* In the child of a fork, an initialisation that another thread of the
@@ -142,6 +150,7 @@ kp_atfork_prepare (void)
 static void
 kp_atfork_child (void)
 {
+  kp_prof_atfork_child ();
   kp_purge_atfork_child ();
   int running = KP_INIT_RUNNING;
   atomic_compare_exchange_strong_explicit (&kp_init_state, &running,
@@ -198,9 +207,10 @@ kp_process_init (void)
   kp_os_page_size ();
   kp_options_init ();
   kp_misuse_init ();
+  kp_prof_init ();
   /* Without the handlers (no memory for them) a fork still works: the
      child only loses the restart of an initialisation in progress.  */
-  pthread_atfork (kp_atfork_prepare, kp_purge_atfork_parent,
+  pthread_atfork (kp_atfork_prepare, kp_atfork_parent,
                   kp_atfork_child);
   errno = saved;
   kp_initialising = false;

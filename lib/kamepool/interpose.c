@@ -118,14 +118,15 @@ pvalloc (size_t size)
 }
 
 /* malloc_usable_size of PTR, not NULL, whose region's radix entry
-   KIND is not POOL.  A large block's size is 0 only when PTR is not
-   the block of a live mapping of ours.  */
+   KIND is not POOL.  A large or sampled block's size is 0 only when
+   PTR is not the block of a live mapping or sample of ours.  */
 static KP_NOINLINE size_t
 kp_usable_size_cold (void *ptr, int kind)
 {
   if (kind != KP_RADIX_NONE)
     {
-      size_t n = kp_large_usable (ptr, kind);
+      size_t n = kind == KP_RADIX_PROF ? kp_prof_usable (ptr)
+                 : kp_large_usable (ptr, kind);
       if (n != 0)
         return n;
     }

@@ -49,6 +49,10 @@
      counters, hints        relaxed, approximate by design.
      heap.rbatch, rbatch_*  the heap's thread only: plain (with signal
                             fences for a fork from a signal handler).
+     kp_prof_lut_max        release store once by kp_prof_init; relaxed
+                            loads by malloc, acquire by kp_prof_sample.
+     heap profile records   under prof.c's mutex; kp_tc.prof_* the
+                            thread's own.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -661,6 +665,16 @@ typedef struct kp_tcache
 {
   kp_heap_t *heap;              /* &kp_heap_none before init, &kp_heap_dead after exit */
   kp_chunk_t *active[KP_NCLASS]; /* &kp_empty_chunk when none */
+  /* The heap profile's sampling (prof.c), the thread's own: the bytes
+     left to allocate before the next sample (0: no gap drawn yet), the
+     state of its random numbers, and whether the thread is inside the
+     profiler (its unwinder may call malloc: those calls are served
+     unsampled).  Here rather than in a TLS variable of prof.c: the
+     countdown is inline in malloc, which already has this one's
+     address, in every TLS model.  Only profiled mallocs touch them.  */
+  uint64_t prof_left;
+  uint64_t prof_rng;
+  bool prof_busy;
 } kp_tcache_t;
 
 /* ---- The thread's heap and the heap records (thread.c) ----------------- */
@@ -837,8 +851,9 @@ enum kp_radix_kind
   KP_RADIX_NONE = 0,            /* not ours: libc, stack, bootstrap */
   KP_RADIX_POOL = 1,            /* a pool region */
   KP_RADIX_LARGE = 2,           /* the head of a large or huge mapping */
-  KP_RADIX_LARGE_PREV = 3       /* a block aligned to 32 MiB or more starts
+  KP_RADIX_LARGE_PREV = 3,      /* a block aligned to 32 MiB or more starts
                                    here; its header is the page before */
+  KP_RADIX_PROF = 4             /* a region of sampled blocks (prof.c) */
 };
 #define KP_VA_BITS 47
 #define KP_RADIX_ENTRIES ((size_t) 1 << (KP_VA_BITS - KP_REGION_SHIFT))
@@ -855,6 +870,61 @@ kp_radix_lookup (uintptr_t addr)
   return atomic_load_explicit (&kp_radix[i], memory_order_acquire);
 }
 KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
+
+/* ---- Heap profile (prof.c) ---------------------------------------------
+
+   With KAME_POOL_PROF set, malloc samples one block every
+   KAME_POOL_PROF_SAMPLE bytes on average and records its stack.  The
+   switch of the fast path is KP_PROF_LUT_MAX below: the largest size
+   that malloc serves from the lookup table without a further test.
+   It is KP_LUT_MAX when profiling is off, which is the comparison
+   malloc made anyway; 0 when profiling is on, so that every malloc of
+   1 byte or more takes the second branch, which counts down first.
+   Written once, with release, by kp_prof_init (in kp_process_init)
+   after the profiler's state; read relaxed by every malloc, which
+   needs nothing else from it, and with acquire by kp_prof_sample
+   before it reads that state.  */
+KP_HIDDEN extern _Atomic (size_t) kp_prof_lut_max;
+KP_INLINE size_t
+kp_prof_lut_limit (void)
+{
+  return atomic_load_explicit (&kp_prof_lut_max, memory_order_relaxed);
+}
+/* Set profiling up, when KAME_POOL_PROF asks for it (kp_process_init,
+   after the settings).  */
+KP_HIDDEN void kp_prof_init (void);
+/* A malloc of N bytes, profiling on, that took the calling thread's
+   countdown (kp_tc.prof_left) below zero: the sampled block (served from
+   a region of the profiler's own), or NULL for the pool's usual path
+   (a malloc made from inside the profiler, or no memory for the
+   sample).  */
+KP_HIDDEN void *kp_prof_sample (size_t n);
+/* free, usable size and realloc's size of P, a pointer in a region of
+   kind KP_RADIX_PROF; kp_prof_usable returns 0 for a pointer that does
+   not start a live sampled block.  */
+KP_HIDDEN void kp_prof_free (void *p);
+KP_HIDDEN size_t kp_prof_usable (const void *p);
+/* Write the profile to PATH: 0 or an errno value.  */
+KP_HIDDEN int kp_prof_dump (const char *path);
+/* The bytes the stack table maps (0 when profiling is off), and the
+   stacks it holds.  */
+KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
+/* The malloc of N bytes during which the process initialised itself
+   took the path of a process without the profile; LIMIT is what
+   kp_prof_lut_max held before.  If the initialisation turned the
+   profile on, the countdown for N now: the sampled block, or NULL
+   (kp_malloc_refill_chunk, kp_malloc_large).  */
+KP_INLINE void *
+kp_prof_first (size_t limit, size_t n)
+{
+  if (kp_likely (limit == kp_prof_lut_limit ())
+      || !__builtin_sub_overflow (kp_tc.prof_left, n, &kp_tc.prof_left))
+    return NULL;
+  return kp_prof_sample (n);
+}
+KP_HIDDEN void kp_prof_atfork_prepare (void);
+KP_HIDDEN void kp_prof_atfork_parent (void);
+KP_HIDDEN void kp_prof_atfork_child (void);
 
 /* ---- OS layer (os.c) --------------------------------------------------- */
 
@@ -977,6 +1047,11 @@ KP_HIDDEN extern kp_int_setting_t kp_thread_exit_reclaim;
 KP_HIDDEN extern kp_int_setting_t kp_thp_env; /* KAME_POOL_THP_* */
 KP_HIDDEN extern kp_int_setting_t kp_numa_mode; /* -1 off, 0 auto, 1 on */
 KP_HIDDEN extern kp_int_setting_t kp_test_nodes;
+/* The heap profile's mean gap between samples, in bytes (prof.c).  */
+#define KP_PROF_SAMPLE_DEFAULT 524288
+KP_HIDDEN extern kp_int_setting_t kp_prof_sample_bytes;
+/* KAME_POOL_PROF's prefix; "" when profiling is off.  */
+KP_HIDDEN const char *kp_option_prof_prefix (void);
 /* Read and check the environment, once (every getter below calls it
    first).  */
 KP_HIDDEN void kp_options_read (void);
@@ -1543,9 +1618,10 @@ kp_malloc_class (unsigned cls, size_t n)
   return kp_malloc_refill (n);
 }
 
-/* malloc's fast path: one table lookup, one TLS load, a list pop.  */
+/* malloc without the heap profile: the size's class, or the large
+   tiers.  */
 KP_INLINE void *
-kp_malloc (size_t n)
+kp_malloc_unsampled (size_t n)
 {
   if (kp_likely (n <= KP_LUT_MAX))
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
@@ -1553,6 +1629,34 @@ kp_malloc (size_t n)
     return kp_malloc_class (kp_mid_class (n), n);
   return n <= KP_DEDICATED_MAX ? kp_malloc_dedicated (n)
                                : kp_malloc_mapping (n);
+}
+
+/* malloc of N bytes that the heap profile's countdown says to sample:
+   kp_prof_sample's block, or the pool's when it gives none (alloc.c;
+   out of line, so that malloc's profiled path makes no frame).  */
+KP_HIDDEN void *kp_malloc_sample (size_t n);
+
+/* malloc's fast path: one table lookup, one TLS load, a list pop.  The
+   first comparison is with kp_prof_lut_max rather than KP_LUT_MAX: with
+   profiling on, every malloc takes the second branch, which gives the
+   profiler its look first (see kp_prof_lut_max); with it off, the
+   second branch is the one malloc took before, plus one test of the
+   same variable for the sizes above the lookup table.  */
+KP_INLINE void *
+kp_malloc (size_t n)
+{
+  size_t limit = kp_prof_lut_limit ();
+  if (kp_likely (n <= limit))
+    return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
+  if (kp_unlikely (limit != KP_LUT_MAX))
+    {
+      /* The heap profile's countdown: a subtraction and a branch on
+         its borrow, unless this block is the sample.  */
+      if (kp_unlikely (__builtin_sub_overflow (kp_tc.prof_left, n,
+                                               &kp_tc.prof_left)))
+        return kp_malloc_sample (n);
+    }
+  return kp_malloc_unsampled (n);
 }
 
 /* Push B on the free list of C, a chunk this thread owns, unchecked.  */

@@ -64,6 +64,9 @@ kp_int_setting_t kp_thp_env = { KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS
 kp_int_setting_t kp_numa_mode;
 kp_int_setting_t kp_test_nodes;
 static char kp_stats_path[KP_PATH_MAX];
+kp_int_setting_t kp_prof_sample_bytes = { KP_PROF_SAMPLE_DEFAULT,
+                                          KP_FROM_DEFAULT };
+static char kp_prof_prefix[KP_PATH_MAX];
 
 /* ---- The table ----------------------------------------------------------- */
 
@@ -136,7 +139,9 @@ static const kp_option_word_t kp_numa_words[] =
                         (the policy itself is policy.c's, which reads
                         this through kp_option_thp)
    numa                 kp_numa_mode            auto       -  (kamepool(7); numa.c)
-   test_nodes           kp_test_nodes           0          -  (kame_pool_get_numa_stats(3))  */
+   test_nodes           kp_test_nodes           0          -  (kame_pool_get_numa_stats(3))
+   prof                 kp_prof_prefix          off        -  (kamepool(7); prof.c)
+   prof_sample          kp_prof_sample_bytes    524288     -  (kamepool(7); prof.c)  */
 static const kp_option_t kp_option_table[] =
   {
     { "stats", "KAME_POOL_STATS", KP_OPT_SWITCH, &kp_stats_at_exit,
@@ -171,6 +176,12 @@ static const kp_option_t kp_option_table[] =
     { "test_nodes", "KAME_POOL_TEST_NODES", KP_OPT_INT, &kp_test_nodes,
       "a number of simulated NUMA nodes from 0 to 16 (0 and 1: none)",
       NULL, 0, 16, false },
+    { "prof", "KAME_POOL_PROF", KP_OPT_PATH, kp_prof_prefix,
+      "a file name prefix of at most 255 bytes (empty: off)",
+      NULL, 1, 0, false },
+    { "prof_sample", "KAME_POOL_PROF_SAMPLE", KP_OPT_INT,
+      &kp_prof_sample_bytes,
+      "a number of bytes from 1 to 1073741824", NULL, 1, 1 << 30, false },
   };
 #define KP_NOPTIONS (sizeof kp_option_table / sizeof kp_option_table[0])
 
@@ -360,7 +371,10 @@ kp_option_take (const kp_option_t *o, const char *v, size_t n, int from)
         break;
       }
     case KP_OPT_PATH:
-      if (kp_parse_path (v, n))
+      /* Only stats_file expands %p; the profile's prefix is taken as
+         it is (prof.c appends the pid itself).  */
+      if (o->setting == (void *) kp_stats_path ? kp_parse_path (v, n)
+          : n < KP_PATH_MAX)
         {
           memcpy (o->setting, v, n);
           ((char *) o->setting)[n] = '\0';
@@ -728,6 +742,13 @@ kp_option_stats_path (void)
 {
   kp_options_read ();
   return kp_stats_path;
+}
+
+const char *
+kp_option_prof_prefix (void)
+{
+  kp_options_read ();
+  return kp_prof_prefix;
 }
 
 /* kame_pool_set_max_bytes's rounding, up to whole regions, shared with

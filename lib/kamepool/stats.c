@@ -233,6 +233,13 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->background_passes, s->background_pages, s->background_starts,
             s->background_running ? "running" : "not running");
   kp_line_add (l, buf);
+  size_t stacks, table = kp_prof_table_bytes (&stacks);
+  if (table != 0)
+    {
+      snprintf (buf, sizeof buf, "kamepool: heap profile: %zu stacks in "
+                "%zu KiB of stack table\n", stacks, table >> 10);
+      kp_line_add (l, buf);
+    }
   kp_line_add (l, "kamepool: class    size  chunks  live-blocks  "
                "free-blocks  resident-KiB\n");
   for (size_t i = 0; i < s->nclasses; i++)

@@ -173,7 +173,10 @@ KT_TEST (bad_values_of_every_variable_are_refused)
             "keeping auto\n"
             "kamepool: KAME_POOL_TEST_NODES=17: expected a number of "
             "simulated NUMA nodes from 0 to 16 (0 and 1: none); "
-            "keeping 0\n", THP_DEFAULT_WORD);
+            "keeping 0\n"
+            "kamepool: KAME_POOL_PROF_SAMPLE=0: expected a number of "
+            "bytes from 1 to 1073741824; keeping 524288\n",
+            THP_DEFAULT_WORD);
   EXPECT_DEFAULTS (want,
                    "KAME_POOL_STATS_FILE=/tmp/s.%d",
                    "KAME_POOL_STATS_FORMAT=xml", "KAME_POOL_VERBOSE=2",
@@ -184,7 +187,7 @@ KT_TEST (bad_values_of_every_variable_are_refused)
                    "KAME_POOL_LARGE_CACHE_CAP=-1",
                    "KAME_POOL_THREAD_EXIT_RECLAIM=nope",
                    "KAME_POOL_HUGEPAGE=maybe", "KAME_POOL_NUMA=of",
-                   "KAME_POOL_TEST_NODES=17");
+                   "KAME_POOL_TEST_NODES=17", "KAME_POOL_PROF_SAMPLE=0");
 }
 
 KT_TEST (misspelled_variables_are_named_with_the_nearest_real_one)
@@ -300,7 +303,9 @@ KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
             "kamepool:   thread_exit_reclaim:on (default)\n"
             "kamepool:   hugepage:%s (configure)\n"
             "kamepool:   numa:auto (default)\n"
-            "kamepool:   test_nodes:0 (default)\n", THP_DEFAULT_WORD);
+            "kamepool:   test_nodes:0 (default)\n"
+            "kamepool:   prof: (default)\n"
+            "kamepool:   prof_sample:524288 (default)\n", THP_DEFAULT_WORD);
   KT_CHECK_STR_EQ (err, want);
 }
 

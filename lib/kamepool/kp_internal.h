@@ -124,9 +124,6 @@ kp_round_up (size_t n, size_t to)
    period, in bytes of pages.  */
 #define KP_DIRTY_BUDGET ((size_t) 2 << 20)
 #define KP_DIRTY_KEEP ((size_t) 1 << 20)
-/* A released small chunk keeps at most this much of the resident pages
-   that earlier chunks left in a unit past its own (region.c).  */
-#define KP_DIRTY_TAIL ((size_t) 32 << 10)
 /* The ticks of the free units' decay in one delay: a unit goes back
    between DELAY and DELAY * (1 + 1 / KP_DECAY_STEPS) ms after its
    release (region.c, purge.c).  */
@@ -477,7 +474,7 @@ typedef struct kp_region
   /* How many pages of unit u, from its start, may be resident: set by
      the releaser of a run kept resident (the pages its chunk carved
      blocks into, or every page of a dedicated chunk's, and those an
-     earlier chunk left past them if they are at most KP_DIRTY_TAIL),
+     earlier chunk left past them),
      and to 0 by whoever gives the unit's pages back (a release or a
      purge), in both cases while holding the unit's claim bit, before
      its release fetch_and; the claimer of a free resident unit reads

@@ -77,8 +77,8 @@ static _Atomic (size_t) kp_refault_units;
 /* kp_region_try_claim's CLS when any class's units do.  */
 #define KP_CLS_ANY 254
 
-/* Releases and purges of units that gave pages back to the kernel,
-   whole units or a tail (kp_units_release).  Relaxed, read by
+/* Releases and purges of units that gave pages back to the kernel
+   (kp_units_release, kp_units_purge_where).  Relaxed, read by
    kame_pool_trim only.  */
 static _Atomic (size_t) kp_discard_count;
 
@@ -651,14 +651,10 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   for (unsigned i = 0; i < units; i++)
     atomic_store_explicit (&r->back[base + i], 0, memory_order_relaxed);
   /* The pages each unit keeps: those C touched, and those an earlier
-     chunk left past them, unless they are more than KP_DIRTY_TAIL
-     (then they go back, below, unless PAGES is KEEP), so that the
-     units of a class do not keep, chunk after chunk, the most that any
-     of its chunks carved.  */
+     chunk left past them, which age with the unit (the decay).  */
   unsigned sh = kp_page_shift ();
   uint8_t kept[KP_MAX_UNITS];
   size_t bytes = 0;
-  bool tails = false;
   if (pages != KP_PAGES_DISCARD)
     {
       for (unsigned i = 0; i < units; i++)
@@ -666,7 +662,6 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
           unsigned t = kp_unit_touched_pages (r, c, kind, base + i);
           unsigned old = r->rpages[base + i];
           kept[i] = (uint8_t) (old <= t ? t : old);
-          tails |= kept[i] < old;
           bytes += kept[i];
         }
       bytes <<= sh;
@@ -702,20 +697,6 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
   else
     {
       kp_units_decay_tick ();
-      if (tails)
-        {
-          /* A unit that keeps fewer pages than it had keeps those C
-             touched: the rest go.  */
-          for (unsigned i = 0; i < units; i++)
-            if (kept[i] < r->rpages[base + i])
-              kp_os_discard ((char *) r
-                             + ((size_t) (base + i) << KP_UNIT_SHIFT)
-                             + ((size_t) kept[i] << sh),
-                             (size_t) (r->rpages[base + i] - kept[i])
-                             << sh);
-          atomic_fetch_add_explicit (&kp_discard_count, 1,
-                                     memory_order_relaxed);
-        }
       memcpy (&r->rpages[base], kept, units);
       uint8_t cls = kind == KP_KIND_SMALL
                     ? atomic_load_explicit (&c->cls, memory_order_relaxed)

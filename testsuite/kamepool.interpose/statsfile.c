@@ -25,13 +25,14 @@
 #define KT_WORKDIR_TEMPLATE "/tmp/kptest-statsfile-XXXXXX"
 #include "kptest-programs.h"
 
-/* In the process run again (KSF_CHILD set): allocate, exit.  */
+/* In the process run again (KSF_CHILD set): allocate from the pool,
+   exit.  */
 __attribute__ ((__constructor__)) static void
 ksf_child (void)
 {
   if (getenv ("KSF_CHILD") == NULL)
     return;
-  free (malloc (100));
+  kame_pool_free (kame_pool_malloc (100));
   exit (0);
 }
 

@@ -149,6 +149,19 @@ text_report_incomplete (const char *text)
   return NULL;
 }
 
+/* Read the report in FILE into TEXT (SIZE bytes), then remove the
+   scratch directory; NULL when it is a whole text report, else what is
+   wrong with it.  */
+static const char *
+take_text_report (const char *file, char *text, size_t size)
+{
+  bool read = read_file (file, text, size);
+  remove_workdir ();
+  if (!read)
+    return "no report";
+  return text_report_incomplete (text);
+}
+
 /* Run PROG (ARGS after it) with the report in a file; the file must
    hold a complete text report, and stderr be empty.  */
 static void
@@ -172,15 +185,11 @@ text_report_of (const char *prog, const char *arg1, const char *arg2,
   bool ok = run_env (argv, extra, true, in != NULL ? input : NULL, &pid, err,
                      sizeof err);
   snprintf (file, sizeof file, "%s/s.%d", workdir, (int) pid);
-  bool read = read_file (file, text, sizeof text);
-  remove_workdir ();
+  const char *what = take_text_report (file, text, sizeof text);
   KT_CHECK (ok);
   KT_CHECK_STR_EQ (err, "");
-  if (!read)
-    KT_FAILF ("no report in %s", file);
-  const char *what = text_report_incomplete (text);
   if (what != NULL)
-    KT_FAILF ("%s of the report is wrong: \"%.300s\"", what, text);
+    KT_FAILF ("%s: %s: \"%.300s\"", file, what, text);
 }
 
 KT_TEST (stats_file_of_ls_holds_a_complete_report)
@@ -311,15 +320,11 @@ KT_TEST (kamepool_run_stats_file_writes_the_report_there)
   pid_t pid;
   bool ok = run_env (argv, extra, false, input, &pid, err, sizeof err);
   snprintf (file, sizeof file, "%s/r.%d", workdir, (int) pid);
-  bool read = read_file (file, text, sizeof text);
-  remove_workdir ();
+  const char *what = take_text_report (file, text, sizeof text);
   KT_CHECK (ok);
   KT_CHECK_STR_EQ (err, "");
-  if (!read)
-    KT_FAILF ("no report in %s", file);
-  const char *what = text_report_incomplete (text);
   if (what != NULL)
-    KT_FAILF ("%s of the report is wrong: \"%.300s\"", what, text);
+    KT_FAILF ("%s: %s: \"%.300s\"", file, what, text);
 }
 
 KT_TEST (a_file_that_cannot_be_opened_is_said_and_the_report_goes_to_stderr)

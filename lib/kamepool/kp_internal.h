@@ -98,7 +98,7 @@
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
-#define KP_NCLASS 69
+#define KP_NCLASS 79
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))

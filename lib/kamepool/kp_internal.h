@@ -94,6 +94,10 @@
 #define KP_UNIT_SIZE ((size_t) 1 << KP_UNIT_SHIFT)
 #define KP_UNITS 128                            /* units per region */
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
+/* Units per transparent huge page (2 MiB on x86-64): with huge page
+   advice on, the decay gives back only whole ones (region.c) and no
+   pages inside chunks (heap.c, chunk.c).  */
+#define KP_HUGE_UNITS 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
@@ -1181,6 +1185,10 @@ KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 /* The bytes of resident pages that the free units hold, and how many
    free units hold them (region.c).  */
 KP_HIDDEN size_t kp_dirty_bytes (void);
+/* Of those, the bytes the decay may give back: all of them, but with
+   huge page advice on only those of huge pages with no unit claimed
+   (counted by whole units).  */
+KP_HIDDEN size_t kp_dirty_bytes_to_give (void);
 KP_HIDDEN size_t kp_dirty_units (void);
 /* How many times a release or a purge of units has given pages back
    to the kernel (region.c; kame_pool_trim tells from it whether its

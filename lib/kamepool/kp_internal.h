@@ -633,16 +633,19 @@ typedef struct kp_heap_cache
    bytes masks it (kp_streak_bytes).  */
 #define KP_STREAK_MARK ((size_t) 1 << (sizeof (size_t) * 8 - 1))
 
-/* A thread's large mappings (large.c): made minus freed, and their
-   bytes; owner-only counters (kp_owner_add), read relaxed by
-   kame_pool_get_stats.  */
+/* A thread's counts of the large tier (large.c), each a number of
+   blocks and their bytes: KP_LARGE_LIVE, its mappings, made minus freed;
+   KP_LARGE_OUT, the large blocks it handed out ever (dedicated chunks
+   and mappings: whole units, whole mappings, and the growth of a block
+   where it lies), the totals of the statistics.  Owner-only counters
+   (kp_owner_add), read relaxed by kame_pool_get_stats.  */
+enum { KP_LARGE_LIVE, KP_LARGE_OUT };
 typedef struct kp_heap_large
 {
-  _Atomic (size_t) count, bytes;
-  /* Large blocks handed out ever (dedicated chunks and mappings), and
-     their bytes (whole units, whole mappings, and the growth of a
-     block where it lies): the totals of the statistics.  */
-  _Atomic (size_t) allocs, alloc_bytes;
+  struct
+  {
+    _Atomic (size_t) n, bytes;
+  } pair[2];
 } kp_heap_large_t;
 
 /* A heap: one per live thread.  Heap records are permanent (never

@@ -95,8 +95,8 @@
 #define KP_UNITS 128                            /* units per region */
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
 /* Units per transparent huge page (2 MiB on x86-64): with huge page
-   advice on, the decay gives back only whole ones (region.c) and no
-   pages inside chunks (heap.c, chunk.c).  */
+   advice on, the decay gives free units back only as whole ones
+   (region.c).  */
 #define KP_HUGE_UNITS 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)

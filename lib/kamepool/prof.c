@@ -23,8 +23,10 @@
    region is not a pool region to kp_free_cold, which finds these by
    the radix entry: an unsampled free pays nothing.  The runs come from
    the current region's bump pointer, or from free lists of runs of
-   the same length; a run of more than KP_PROF_REGION_RUN pages has a
-   mapping of its own, unmapped at its free.
+   the same length, whose pages stay resident up to KP_PROF_KEEP_PAGES
+   in all (beyond, a freed run's pages past its header go back to the
+   kernel); a run of more than KP_PROF_REGION_RUN pages has a mapping
+   of its own, unmapped at its free.
 
    Stacks.  libgcc's _Unwind_Backtrace walks the caller's stack through
    the .eh_frame tables, so it works in programs built without frame
@@ -79,6 +81,9 @@ _Atomic (size_t) kp_prof_lut_max = KP_LUT_MAX;
 /* Free lists of runs: one per length up to KP_PROF_LISTS pages, and
    one for the longer runs.  */
 #define KP_PROF_LISTS 64
+/* The pages past their headers that the free runs may keep resident,
+   all lists together; a run freed beyond it gives them back.  */
+#define KP_PROF_KEEP_PAGES 256
 
 typedef struct kp_prof_stack
 {
@@ -115,7 +120,10 @@ static kp_prof_stack_t *kp_prof_stacks;  /* record I + 1 of the index */
 static uint32_t kp_prof_nstacks;
 static size_t kp_prof_dropped;
 static char *kp_prof_bump, *kp_prof_end;
-static kp_prof_block_t *kp_prof_runs[KP_PROF_LISTS + 1];
+/* The free runs by length: [0] those whose pages are resident, taken
+   first, [1] those that gave them back.  */
+static kp_prof_block_t *kp_prof_runs[2][KP_PROF_LISTS + 1];
+static size_t kp_prof_kept;     /* pages past the headers in [0] */
 
 static uintptr_t
 kp_prof_magic (const kp_prof_block_t *b)
@@ -317,14 +325,17 @@ kp_prof_run_take (size_t pages)
      list when it has one of at most twice the length (no splitting:
      the long runs are the rare large samples).  */
   size_t l = pages <= KP_PROF_LISTS ? pages : 0;
-  for (kp_prof_block_t **pp = &kp_prof_runs[l]; *pp != NULL;
-       pp = &(*pp)->next)
-    if ((*pp)->pages >= pages && (*pp)->pages <= 2 * pages)
-      {
-        b = *pp;
-        *pp = b->next;
-        return b;
-      }
+  for (int k = 0; k < 2; k++)
+    for (kp_prof_block_t **pp = &kp_prof_runs[k][l]; *pp != NULL;
+         pp = &(*pp)->next)
+      if ((*pp)->pages >= pages && (*pp)->pages <= 2 * pages)
+        {
+          b = *pp;
+          *pp = b->next;
+          if (k == 0)
+            kp_prof_kept -= b->pages - 1;
+          return b;
+        }
   if (kp_prof_bump == NULL || (size_t) (kp_prof_end - kp_prof_bump) < bytes)
     {
       /* The rest of the old region is given up: at most a quarter of
@@ -356,13 +367,21 @@ kp_prof_run_give (kp_prof_block_t *b)
       kp_os_unmap (b, map);
       return;
     }
-  /* The pages past the header go back to the kernel: a freed run may
-     wait long for a sample of its length.  */
-  if (b->pages > 1)
-    kp_os_discard ((char *) b + KP_PAGE, (b->pages - 1) * KP_PAGE);
+  /* The pages past the header stay, while the free runs keep at most
+     KP_PROF_KEEP_PAGES, for the next sample of this length: a program
+     that allocates and frees blocks of one size then makes no system
+     call and takes no fault for its samples.  Past that they go back
+     to the kernel: a freed run may wait long for a sample of its
+     length.  */
+  size_t rest = b->pages - 1;
+  int k = rest > KP_PROF_KEEP_PAGES - kp_prof_kept;
+  if (k == 0)
+    kp_prof_kept += rest;
+  else
+    kp_os_discard ((char *) b + KP_PAGE, rest * KP_PAGE);
   size_t l = b->pages <= KP_PROF_LISTS ? b->pages : 0;
-  b->next = kp_prof_runs[l];
-  kp_prof_runs[l] = b;
+  b->next = kp_prof_runs[k][l];
+  kp_prof_runs[k][l] = b;
 }
 
 /* ---- malloc and free ----------------------------------------------------- */

@@ -213,6 +213,41 @@ prof_child (void)
         keep (site_big (1555));
       dump_or_say ("parent.heap");
     }
+  else if (strcmp (mode, "reuse") == 0)
+    {
+      /* Every block sampled (KAME_POOL_PROF_SAMPLE=1).  300 blocks of
+         5000 bytes, each a run of 2 pages (the header's and one more),
+         freed: the free runs then keep 256 pages past their headers,
+         whatever they kept before.  Then a block of 5000 bytes made
+         and freed 1000 times, and one of 64 KiB (a run of 17 pages)
+         100 times.  */
+      static void *p[300];
+      for (int i = 0; i < 300; i++)
+        if ((p[i] = site_small (5000)) == NULL)
+          _exit (1);
+      for (int i = 0; i < 300; i++)
+        kame_pool_free (p[i]);
+      size_t c0 = kt_pool_stats ().discard_calls;
+      for (int i = 0; i < 1000; i++)
+        {
+          char *q = site_small (5000);
+          if (q == NULL)
+            _exit (1);
+          q[4999] = 1;
+          kame_pool_free (q);
+        }
+      size_t c1 = kt_pool_stats ().discard_calls;
+      for (int i = 0; i < 100; i++)
+        {
+          char *q = site_big (65536);
+          if (q == NULL)
+            _exit (1);
+          q[65535] = 1;
+          kame_pool_free (q);
+        }
+      size_t c2 = kt_pool_stats ().discard_calls;
+      printf ("given back %zu, then %zu\n", c1 - c0, c2 - c1);
+    }
   else if (strcmp (mode, "closed_stderr") == 0)
     {
       close (2);
@@ -507,6 +542,24 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
   KT_CHECK_EQ (child_n.alloc_n, 3);
 }
 
+/* Freed runs keep their pages, up to 256 pages past their headers in
+   all: with the free runs at that bound, a block made and freed again
+   and again takes a kept run of its length and keeps it again, with no
+   system call; a block whose run would go past the bound gives its
+   pages back at its free, with one madvise.  */
+KT_TEST (freed_sampled_runs_keep_their_pages_up_to_a_bound)
+{
+  SCRATCH_DIR ();
+  /* No purge of the pool's own pages in between (there are none to
+     purge: every block is sampled).  */
+  setenv ("KAME_POOL_BACKGROUND_PURGE", "0", 1);
+  bool ran = run_child ("reuse", true, "1", out, sizeof out, err,
+                        sizeof err, NULL);
+  unsetenv ("KAME_POOL_BACKGROUND_PURGE");
+  KT_CHECK (ran);
+  KT_CHECK_STR_EQ (out, "given back 0, then 100\n");
+}
+
 /* The line at exit says what the file holds.  */
 KT_TEST (the_exit_profile_and_its_line_on_stderr_agree)
 {
@@ -578,6 +631,7 @@ KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),
          KT_CASE (a_forked_child_goes_on_from_the_parents_profile),
+         KT_CASE (freed_sampled_runs_keep_their_pages_up_to_a_bound),
          KT_CASE (the_exit_profile_and_its_line_on_stderr_agree),
          KT_CASE (a_program_that_closed_stderr_gets_a_clean_profile),
          KT_CASE (without_the_variable_no_profile_is_written))

@@ -13,9 +13,9 @@
    of S bytes is sampled with probability 1 - exp (-S / RATE) whatever
    came before it, and a sample stands for 1 / (1 - exp (-S / RATE))
    blocks: the profile holds these weighted counts, an unbiased
-   estimate for every size.  Only the mallocs of a profiled process
-   come here (kp_prof_lut_max, kp_internal.h): with profiling off, the
-   fast path is the one it was.
+   estimate for every size.  The countdown is malloc's whether the
+   profile is on or not (kp_sample_state, kp_internal.h): a profiled
+   process runs the same fast path as any other.
 
    Sampled blocks.  A sampled block has a run of pages of its own, in
    regions whose radix entry is KP_RADIX_PROF, with a header in the 64
@@ -68,7 +68,7 @@
 
 #include "kp_internal.h"
 
-_Atomic (size_t) kp_prof_lut_max = KP_LUT_MAX;
+_Atomic (unsigned) kp_sample_state;
 
 /* Frames kept per stack, and the records of the stack table.  */
 #define KP_PROF_DEPTH 64
@@ -110,8 +110,8 @@ _Static_assert (sizeof (kp_prof_block_t) <= KP_PROF_HEADER,
 
 /* All of the following under kp_prof_lock, except kp_prof_rate, the
    table's addresses and the text range, written by kp_prof_init before
-   its release store of kp_prof_lut_max, and read only after an acquire
-   load of it (kp_prof_sample) or the lock.  */
+   its release store of kp_sample_state, and read only after an acquire
+   load of it (kp_malloc_sample) or the lock.  */
 static pthread_mutex_t kp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static double kp_prof_rate;
 static uintptr_t kp_prof_text_lo, kp_prof_text_hi;
@@ -190,7 +190,15 @@ kp_prof_init (void)
   kp_tc.prof_busy = true;
   kp_prof_unwind (pc, 4);
   kp_tc.prof_busy = false;
-  atomic_store_explicit (&kp_prof_lut_max, 0, memory_order_release);
+  atomic_fetch_or_explicit (&kp_sample_state, KP_SAMPLE_PROF,
+                            memory_order_release);
+}
+
+void
+kp_sample_decide (void)
+{
+  atomic_fetch_or_explicit (&kp_sample_state, KP_SAMPLE_DECIDED,
+                            memory_order_release);
 }
 
 /* ---- The countdown --------------------------------------------------- */
@@ -390,10 +398,7 @@ void *
 kp_prof_sample (size_t n)
 {
   kp_tcache_t *tc = &kp_tc;
-  /* The acquire pairs with kp_prof_init's release: the rate and the
-     table are then visible.  */
-  if (tc->prof_busy
-      || atomic_load_explicit (&kp_prof_lut_max, memory_order_acquire) != 0)
+  if (tc->prof_busy)
     {
       /* The countdown went below zero: the next malloc comes back.  */
       tc->prof_left = 0;
@@ -690,7 +695,7 @@ kp_prof_dump_counts (const char *path, unsigned long long total[4],
 int
 kp_prof_dump (const char *path)
 {
-  if (path == NULL || kp_prof_lut_limit () == KP_LUT_MAX)
+  if (path == NULL || !kp_prof_on ())
     return EINVAL;
   int saved = errno;
   unsigned long long total[4];
@@ -703,7 +708,7 @@ kp_prof_dump (const char *path)
 size_t
 kp_prof_table_bytes (size_t *stacks)
 {
-  if (kp_prof_lut_limit () == KP_LUT_MAX)
+  if (!kp_prof_on ())
     {
       *stacks = 0;
       return 0;
@@ -724,7 +729,7 @@ kp_prof_table_bytes (size_t *stacks)
 __attribute__ ((__destructor__)) static void
 kp_prof_at_exit (void)
 {
-  if (kp_prof_lut_limit () == KP_LUT_MAX)
+  if (!kp_prof_on ())
     return;
   int saved = errno;
   char name[KP_PATH_MAX + 32];

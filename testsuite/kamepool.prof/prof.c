@@ -464,6 +464,99 @@ KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
   KT_CHECK (churn_in == 0);
 }
 
+/* The output of COMMAND, whose words are ARGV (none quoted: the test's
+   own paths), in TEXT; false unless it exits with 0 and says
+   something.  */
+static bool
+run_reader (const char *const argv[], char *text, size_t size)
+{
+  char cmd[8192];
+  size_t len = 0;
+  for (int i = 0; argv[i] != NULL; i++)
+    len += (size_t) snprintf (cmd + len, sizeof cmd - len, "'%s' ",
+                              argv[i]);
+  snprintf (cmd + len, sizeof cmd - len, "2>/dev/null");
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return false;
+  size_t n = fread (text, 1, size - 1, f);
+  text[n] = '\0';
+  return pclose (f) == 0 && n > 0;
+}
+
+/* The "exit" workload, every block sampled: its profile, in PATH, holds
+   the 10 blocks of 777 bytes that site_small made and nobody freed.  */
+static bool
+exit_profile (char *path, size_t size)
+{
+  pid_t pid;
+  if (!run_child ("exit", true, "1", out, sizeof out, err, sizeof err,
+                  &pid))
+    return false;
+  snprintf (path, size, "%s/p.%d.heap", workdir, (int) pid);
+  return true;
+}
+
+/* google-pprof draws the call graph (with graphviz's dot) and names the
+   allocating function in it.  */
+KT_TEST (google_pprof_draws_the_profile_as_svg)
+{
+  NEED_PROGRAM (pprof, "google-pprof");
+  NEED_PROGRAM (dot, "dot");
+  SCRATCH_DIR ();
+  char path[4200], exe[4096];
+  KT_CHECK (exit_profile (path, sizeof path));
+  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  KT_CHECK (n > 0);
+  exe[n] = '\0';
+  static char svg[1 << 20];
+  const char *argv[] = { pprof, "--svg", exe, path, NULL };
+  KT_CHECK (run_reader (argv, svg, sizeof svg));
+  KT_CHECK (strstr (svg, "<svg") != NULL);
+  KT_CHECK (strstr (svg, "</svg>") != NULL);
+  KT_CHECK (strstr (svg, ">site_small<") != NULL);
+}
+
+/* The flat bytes of FUNCTION in the output TEXT of go tool pprof -text
+   -unit=B (a line "  7770B 91.52% 91.52%  7770B 91.52%  site_small");
+   -1 when it is not listed.  */
+static long long
+go_pprof_flat (const char *text, const char *function)
+{
+  char name[128];
+  snprintf (name, sizeof name, "  %s\n", function);
+  const char *at = strstr (text, name);
+  if (at == NULL)
+    return -1;
+  while (at > text && at[-1] != '\n')
+    at--;
+  char *end;
+  long long v = strtoll (at, &end, 10);
+  return *end == 'B' ? v : -1;
+}
+
+/* Go's pprof reads gperftools' heap profile too: the function and its
+   bytes, in use and allocated, to the byte (every block sampled).  */
+KT_TEST (go_pprof_reads_the_function_and_its_bytes)
+{
+  NEED_PROGRAM (go, "go");
+  SCRATCH_DIR ();
+  char path[4200], exe[4096];
+  KT_CHECK (exit_profile (path, sizeof path));
+  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  KT_CHECK (n > 0);
+  exe[n] = '\0';
+  static char text[1 << 16];
+  const char *inuse[] = { go, "tool", "pprof", "-text", "-unit=B",
+                          "-sample_index=inuse_space", exe, path, NULL };
+  KT_CHECK (run_reader (inuse, text, sizeof text));
+  KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+  const char *alloc[] = { go, "tool", "pprof", "-text", "-unit=B",
+                          "-sample_index=alloc_space", exe, path, NULL };
+  KT_CHECK (run_reader (alloc, text, sizeof text));
+  KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+}
+
 KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)
 {
   SCRATCH_DIR ();
@@ -627,6 +720,8 @@ KT_TEST (without_the_variable_no_profile_is_written)
 
 KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (google_pprof_finds_each_sites_bytes_within_ten_percent),
+         KT_CASE (google_pprof_draws_the_profile_as_svg),
+         KT_CASE (go_pprof_reads_the_function_and_its_bytes),
          KT_CASE (dump_answers_einval_when_off_and_the_errors_of_the_file),
          KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),

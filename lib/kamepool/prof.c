@@ -118,7 +118,8 @@ static uintptr_t kp_prof_text_lo, kp_prof_text_hi;
 static uint32_t *kp_prof_index;          /* KP_PROF_SLOTS, 0: empty */
 static kp_prof_stack_t *kp_prof_stacks;  /* record I + 1 of the index */
 static uint32_t kp_prof_nstacks;
-static size_t kp_prof_dropped;
+static size_t kp_prof_dropped;          /* samples not recorded */
+static size_t kp_prof_short;            /* recorded by innermost frame */
 static char *kp_prof_bump, *kp_prof_end;
 /* The free runs by length: [0] those whose pages are resident, taken
    first, [1] those that gave them back.  */
@@ -437,7 +438,10 @@ kp_prof_sample (size_t n)
       s = kp_prof_stack_find (pc, depth,
                               kp_prof_nstacks < KP_PROF_STACKS / 8 * 7);
       if (s == NULL)
-        s = kp_prof_stack_find (pc, 1, true);
+        {
+          s = kp_prof_stack_find (pc, 1, true);
+          kp_prof_short += s != NULL && depth > 1;
+        }
     }
   kp_prof_block_t *b = NULL;
   if (s != NULL)
@@ -706,15 +710,17 @@ kp_prof_dump (const char *path)
 }
 
 size_t
-kp_prof_table_bytes (size_t *stacks)
+kp_prof_table_bytes (size_t *stacks, size_t *shortened, size_t *dropped)
 {
   if (!kp_prof_on ())
     {
-      *stacks = 0;
+      *stacks = *shortened = *dropped = 0;
       return 0;
     }
   pthread_mutex_lock (&kp_prof_lock);
   *stacks = kp_prof_nstacks;
+  *shortened = kp_prof_short;
+  *dropped = kp_prof_dropped;
   size_t bytes = kp_round_up (KP_PROF_SLOTS * sizeof (uint32_t), KP_PAGE)
                  + kp_round_up (kp_prof_nstacks * sizeof (kp_prof_stack_t),
                                 KP_PAGE);

@@ -28,18 +28,21 @@
    kernel); a run of more than KP_PROF_REGION_RUN pages has a mapping
    of its own, unmapped at its free.
 
-   Stacks.  libgcc's _Unwind_Backtrace walks the caller's stack through
-   the .eh_frame tables, so it works in programs built without frame
-   pointers (doc/kamepool-design.md says why this unwinder).  It may
-   call malloc on its first use; kp_tc.prof_busy makes such calls, and
+   Stacks.  libunwind's unw_backtrace (when configure finds libunwind,
+   --with-libunwind), else libgcc's _Unwind_Backtrace, walks the
+   caller's stack through the .eh_frame tables, so it works in programs
+   built without frame pointers (doc/kamepool-design.md says why these
+   unwinders, and what each costs).  Either may call malloc on its
+   first use; kp_tc.prof_busy makes such calls, and
    any other malloc made while the thread is in here, unsampled.  The
    frames of this library (and of its caller's malloc) are dropped from
    the top.  Identical stacks share one record: an open-addressing
    table of indices into an array of records, both mapped at start-up
    from the OS (never from the heap it profiles), bounded by
    KP_PROF_STACKS; when the table is 7/8 full, a new stack is recorded
-   by its innermost frame only, and a sample that finds no room at all
-   is not taken (counted in kp_prof_dropped).
+   by its innermost frame only (counted in kp_prof_short), and a
+   sample that finds no room at all is not taken (counted in
+   kp_prof_dropped).
 
    Locking.  Everything here but the countdown is under kp_prof_lock:
    the stack records and their counts, the runs, the headers of the

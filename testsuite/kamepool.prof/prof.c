@@ -342,6 +342,13 @@ prof_child (void)
   else if (strcmp (mode, "exit") == 0)
     for (int i = 0; i < 10; i++)
       keep (site_small (777));
+  else if (strcmp (mode, "exit_churn") == 0)
+    {
+      for (int i = 0; i < 10; i++)
+        keep (site_small (777));
+      for (int i = 0; i < 5; i++)
+        kame_pool_free (site_churn (2000));
+    }
   exit (0);
 }
 
@@ -569,13 +576,14 @@ run_reader (const char *const argv[], char *text, size_t size)
   return pclose (f) == 0 && n > 0;
 }
 
-/* The "exit" workload, every block sampled: its profile, in PATH, holds
-   the 10 blocks of 777 bytes that site_small made and nobody freed.  */
+/* The exit profile of workload MODE, every block sampled, in PATH:
+   "exit" keeps the 10 blocks of 777 bytes that site_small makes,
+   "exit_churn" also makes and frees 5 of 2000 bytes at site_churn.  */
 static bool
-exit_profile (char *path, size_t size)
+exit_profile (const char *mode, char *path, size_t size)
 {
   pid_t pid;
-  if (!run_child ("exit", true, "1", out, sizeof out, err, sizeof err,
+  if (!run_child (mode, true, "1", out, sizeof out, err, sizeof err,
                   &pid))
     return false;
   snprintf (path, size, "%s/p.%d.heap", workdir, (int) pid);
@@ -590,7 +598,7 @@ KT_TEST (google_pprof_draws_the_profile_as_svg)
   NEED_PROGRAM (dot, "dot");
   SCRATCH_DIR ();
   char path[4200], exe[4096];
-  KT_CHECK (exit_profile (path, sizeof path));
+  KT_CHECK (exit_profile ("exit", path, sizeof path));
   ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
   KT_CHECK (n > 0);
   exe[n] = '\0';
@@ -620,14 +628,16 @@ go_pprof_flat (const char *text, const char *function)
   return *end == 'B' ? v : -1;
 }
 
-/* Go's pprof reads gperftools' heap profile too: the function and its
-   bytes, in use and allocated, to the byte (every block sampled).  */
+/* Go's pprof reads gperftools' heap profile too: the functions and
+   their bytes, in use and allocated, to the byte (every block
+   sampled).  Go's reader offers the allocated counts only when they
+   differ from those in use: site_churn frees what it makes.  */
 KT_TEST (go_pprof_reads_the_function_and_its_bytes)
 {
   NEED_PROGRAM (go, "go");
   SCRATCH_DIR ();
   char path[4200], exe[4096];
-  KT_CHECK (exit_profile (path, sizeof path));
+  KT_CHECK (exit_profile ("exit_churn", path, sizeof path));
   ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
   KT_CHECK (n > 0);
   exe[n] = '\0';
@@ -636,10 +646,12 @@ KT_TEST (go_pprof_reads_the_function_and_its_bytes)
                           "-sample_index=inuse_space", exe, path, NULL };
   KT_CHECK (run_reader (inuse, text, sizeof text));
   KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+  KT_CHECK_EQ (go_pprof_flat (text, "site_churn"), -1);
   const char *alloc[] = { go, "tool", "pprof", "-text", "-unit=B",
                           "-sample_index=alloc_space", exe, path, NULL };
   KT_CHECK (run_reader (alloc, text, sizeof text));
   KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+  KT_CHECK_EQ (go_pprof_flat (text, "site_churn"), 10000);
 }
 
 KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)

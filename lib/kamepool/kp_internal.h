@@ -959,9 +959,12 @@ KP_HIDDEN void kp_prof_free (void *p);
 KP_HIDDEN size_t kp_prof_usable (const void *p);
 /* Write the profile to PATH: 0 or an errno value.  */
 KP_HIDDEN int kp_prof_dump (const char *path);
-/* The bytes the stack table maps (0 when profiling is off), and the
-   stacks it holds.  */
-KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
+/* The bytes of the stack table in use (0 when profiling is off); the
+   stacks it holds, the samples recorded by their innermost frame only
+   (the table past 7/8 full) and the samples not recorded (the table
+   full, no stack, or no memory for the block).  */
+KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks, size_t *shortened,
+                                      size_t *dropped);
 /* The sampled blocks handed out ever and their bytes, and those live
    now: no lock, a snapshot of the counts (prof.c).  */
 KP_HIDDEN void kp_prof_blocks (size_t *allocs, size_t *alloc_bytes,

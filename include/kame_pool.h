@@ -99,6 +99,10 @@ typedef struct kame_pool_stats
   size_t peak_live_bytes;       /* the most LIVE_BYTES measured, ever */
   size_t peak_resident_bytes;   /* the largest footprint, ever: units
                                    claimed and large mappings */
+  size_t prof_stacks;           /* stacks in the heap profile's table */
+  size_t prof_table_bytes;      /* the table's bytes in use */
+  size_t prof_shortened;        /* samples kept by their innermost frame */
+  size_t prof_dropped;          /* samples not recorded */
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

@@ -297,6 +297,9 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->peak_live_bytes = atomic_load_explicit (&kp_peak_live,
                                              memory_order_relaxed);
   s->peak_resident_bytes = kp_footprint_peak_bytes ();
+  s->prof_table_bytes = kp_prof_table_bytes (&s->prof_stacks,
+                                             &s->prof_shortened,
+                                             &s->prof_dropped);
 }
 
 size_t
@@ -358,14 +361,13 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->freed_bytes >> 10, s->live_blocks, s->live_bytes >> 10,
             s->peak_live_bytes >> 10, s->peak_resident_bytes >> 10);
   kp_line_add (l, buf);
-  size_t stacks, shortened, dropped;
-  size_t table = kp_prof_table_bytes (&stacks, &shortened, &dropped);
-  if (table != 0)
+  if (s->prof_table_bytes != 0)
     {
       snprintf (buf, sizeof buf, "kamepool: heap profile: %zu stacks in "
                 "%zu KiB of stack table; %zu samples by their innermost "
-                "frame only, %zu not recorded\n", stacks, table >> 10,
-                shortened, dropped);
+                "frame only, %zu not recorded\n", s->prof_stacks,
+                s->prof_table_bytes >> 10, s->prof_shortened,
+                s->prof_dropped);
       kp_line_add (l, buf);
     }
   kp_line_add (l, "kamepool: class    size  chunks  live-blocks  "
@@ -439,6 +441,10 @@ kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
   KP_JSON (live_bytes);
   KP_JSON (peak_live_bytes);
   KP_JSON (peak_resident_bytes);
+  KP_JSON (prof_stacks);
+  KP_JSON (prof_table_bytes);
+  KP_JSON (prof_shortened);
+  KP_JSON (prof_dropped);
   KP_JSON (nclasses);
 #undef KP_JSON
   kp_line_add (l, ", \"tls_model\": \"" KP_TLS_MODEL_NAME "\", \"classes\": [");

@@ -128,6 +128,11 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
                     && s.small_live_bytes >= 64);
           KT_CHECK (s.peak_live_bytes >= s.live_bytes);
           KT_CHECK (s.peak_resident_bytes >= s.units_live * UNIT);
+          /* No heap profile here.  */
+          KT_CHECK_EQ (s.prof_stacks, 0);
+          KT_CHECK_EQ (s.prof_table_bytes, 0);
+          KT_CHECK_EQ (s.prof_shortened, 0);
+          KT_CHECK_EQ (s.prof_dropped, 0);
         }
     }
   kame_pool_free (p);

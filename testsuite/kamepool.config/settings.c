@@ -54,13 +54,14 @@ ks_child (void)
   _exit (0);
 }
 
-/* Run this program again with the NULL-terminated ENV (plus KS_CHILD
-   =MODE); its stderr in ERR and stdout in OUT.  */
+/* Run this program again with the NULL-terminated ENV alone (plus
+   KS_CHILD=MODE); its stderr in ERR and stdout in OUT; true when it
+   exited with 0.  */
 static bool
 run_with (const char *const env[], const char *mode, char *err,
           size_t esize, char *out, size_t osize)
 {
-  char child[32];
+  static char child[32];
   const char *e[32];
   size_t n = 0;
   for (; env[n] != NULL && n < 30; n++)
@@ -68,28 +69,9 @@ run_with (const char *const env[], const char *mode, char *err,
   snprintf (child, sizeof child, "KS_CHILD=%s", mode);
   e[n++] = child;
   e[n] = NULL;
-  int ep[2], op[2];
-  if (pipe (ep) != 0 || pipe (op) != 0)
-    return false;
-  fflush (stdout);
-  pid_t pid = fork ();
-  if (pid < 0)
-    return false;
-  if (pid == 0)
-    {
-      dup2 (ep[1], 2);
-      dup2 (op[1], 1);
-      execve ("/proc/self/exe", (char *const[]) { "settings", NULL },
-              (char *const *) e);
-      _exit (127);
-    }
-  close (ep[1]);
-  close (op[1]);
-  kt_read_all (ep[0], err, esize);
-  kt_read_all (op[0], out, osize);
   int status;
-  return kt_wait (pid, &status) && WIFEXITED (status)
-         && WEXITSTATUS (status) == 0;
+  return kt_run_self (e, true, NULL, out, osize, err, esize, &status, NULL)
+         && WIFEXITED (status) && WEXITSTATUS (status) == 0;
 }
 
 #define MIB ((size_t) 1 << 20)

@@ -365,38 +365,14 @@ static bool
 run_child (const char *mode, bool prof, const char *sample, char *out,
            size_t osize, char *err, size_t esize, pid_t *pid_out)
 {
-  int op[2], ep[2];
-  if (pipe (op) != 0 || pipe (ep) != 0)
-    return false;
-  fflush (stdout);
-  pid_t pid = fork ();
-  if (pid < 0)
-    return false;
-  if (pid == 0)
-    {
-      dup2 (op[1], 1);
-      dup2 (ep[1], 2);
-      close (op[0]);
-      close (ep[0]);
-      if (chdir (workdir) != 0)
-        _exit (126);
-      setenv ("KP_PROF_CHILD", mode, 1);
-      if (prof)
-        setenv ("KAME_POOL_PROF", "p", 1);
-      setenv ("KAME_POOL_PROF_SAMPLE", sample, 1);
-      execl ("/proc/self/exe", "prof", (char *) NULL);
-      _exit (127);
-    }
-  close (op[1]);
-  close (ep[1]);
-  kt_read_all (op[0], out, osize);
-  kt_read_all (ep[0], err, esize);
+  static char m[64], r[64];
+  snprintf (m, sizeof m, "KP_PROF_CHILD=%s", mode);
+  snprintf (r, sizeof r, "KAME_POOL_PROF_SAMPLE=%s", sample);
+  const char *env[] = { m, r, prof ? "KAME_POOL_PROF=p" : NULL, NULL };
   int status;
-  if (!kt_wait (pid, &status))
-    return false;
-  if (pid_out != NULL)
-    *pid_out = pid;
-  return WIFEXITED (status) && WEXITSTATUS (status) == 0;
+  return kt_run_self (env, false, workdir, out, osize, err, esize, &status,
+                      pid_out)
+         && WIFEXITED (status) && WEXITSTATUS (status) == 0;
 }
 
 /* A stack line of a profile: its four counts.  */

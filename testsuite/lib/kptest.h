@@ -157,7 +157,6 @@ kt_proc_status_kib (const char *field)
   return kib;
 }
 
-/* Run one test in this process and print its result.  */
 /* Read FD to its end into BUF (SIZE bytes, the terminating NUL
    included) and close it: a child's stderr.  */
 static __attribute__ ((__unused__)) void
@@ -183,6 +182,50 @@ kt_wait (pid_t pid, int *status)
   return true;
 }
 
+/* Run this test program again (/proc/self/exe) in a child: with only
+   the variables of ENV (a NULL-terminated list of NAME=VALUE) when
+   CLEAN, else with them added to this one's; in DIR when it is not
+   NULL.  Its standard output into OUT and its standard error into ERR
+   (kt_read_all), its wait status in *STATUS and its pid in *PID (PID
+   may be NULL).  False when the child could not be made or waited
+   for.  */
+static __attribute__ ((__unused__)) bool
+kt_run_self (const char *const env[], bool clean, const char *dir,
+             char *out, size_t osize, char *err, size_t esize, int *status,
+             pid_t *pid)
+{
+  int op[2], ep[2];
+  if (pipe (op) != 0 || pipe (ep) != 0)
+    return false;
+  fflush (stdout);
+  pid_t child = fork ();
+  if (child < 0)
+    return false;
+  if (child == 0)
+    {
+      dup2 (op[1], 1);
+      dup2 (ep[1], 2);
+      close (op[0]);
+      close (ep[0]);
+      if (dir != NULL && chdir (dir) != 0)
+        _exit (126);
+      if (clean)
+        clearenv ();
+      for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        putenv ((char *) env[i]);
+      execl ("/proc/self/exe", "kptest-child", (char *) NULL);
+      _exit (127);
+    }
+  close (op[1]);
+  close (ep[1]);
+  kt_read_all (op[0], out, osize);
+  kt_read_all (ep[0], err, esize);
+  if (pid != NULL)
+    *pid = child;
+  return kt_wait (child, status);
+}
+
+/* Run one test in this process and print its result.  */
 static int
 kt_run_here (const struct kt_case *c)
 {

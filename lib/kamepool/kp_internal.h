@@ -919,6 +919,12 @@ kp_prof_first (size_t limit, size_t n)
     return NULL;
   return kp_prof_sample (n);
 }
+/* The return addresses of the calling thread's stack, innermost first,
+   without this library's frames (known once kp_prof_unwind_init ran):
+   at most MAX in PC, their number.  May call malloc on its first use.
+   Shared with guarded sampling (guard.c).  */
+KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
+KP_HIDDEN void kp_prof_unwind_init (void);
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);

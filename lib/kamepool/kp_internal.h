@@ -925,6 +925,8 @@ kp_prof_first (size_t limit, size_t n)
    Shared with guarded sampling (guard.c).  */
 KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
 KP_HIDDEN void kp_prof_unwind_init (void);
+/* Whether profiling is on (set by kp_prof_init).  */
+KP_HIDDEN bool kp_prof_on (void);
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);

@@ -117,6 +117,17 @@ static size_t kp_prof_dropped;
 static char *kp_prof_bump, *kp_prof_end;
 static kp_prof_block_t *kp_prof_runs[KP_PROF_LISTS + 1];
 
+/* Whether profiling is on: set once, with release, at the end of
+   kp_prof_init.  kp_prof_lut_max no longer says it, as guarded
+   sampling (guard.c) arms the countdown too.  */
+static _Atomic (bool) kp_prof_enabled;
+
+bool
+kp_prof_on (void)
+{
+  return atomic_load_explicit (&kp_prof_enabled, memory_order_acquire);
+}
+
 static uintptr_t
 kp_prof_magic (const kp_prof_block_t *b)
 {
@@ -191,6 +202,7 @@ kp_prof_init (void)
   kp_tc.prof_busy = true;
   kp_prof_unwind (pc, 4);
   kp_tc.prof_busy = false;
+  atomic_store_explicit (&kp_prof_enabled, true, memory_order_release);
   atomic_store_explicit (&kp_prof_lut_max, 0, memory_order_release);
 }
 
@@ -681,7 +693,7 @@ kp_prof_dump_counts (const char *path, unsigned long long total[4],
 int
 kp_prof_dump (const char *path)
 {
-  if (path == NULL || kp_prof_lut_limit () == KP_LUT_MAX)
+  if (path == NULL || !kp_prof_on ())
     return EINVAL;
   int saved = errno;
   unsigned long long total[4];
@@ -694,7 +706,7 @@ kp_prof_dump (const char *path)
 size_t
 kp_prof_table_bytes (size_t *stacks)
 {
-  if (kp_prof_lut_limit () == KP_LUT_MAX)
+  if (!kp_prof_on ())
     {
       *stacks = 0;
       return 0;
@@ -715,7 +727,7 @@ kp_prof_table_bytes (size_t *stacks)
 __attribute__ ((__destructor__)) static void
 kp_prof_at_exit (void)
 {
-  if (kp_prof_lut_limit () == KP_LUT_MAX)
+  if (!kp_prof_on ())
     return;
   int saved = errno;
   char name[KP_PATH_MAX + 32];

@@ -16,8 +16,21 @@
 void *
 kp_malloc_sample (size_t n)
 {
-  void *p = kp_prof_sample (n);
-  return p != NULL ? p : kp_malloc_unsampled (n);
+  /* The acquire pairs with kp_process_init's release: the samplers'
+     settings are visible when their bits are.  */
+  unsigned state = atomic_load_explicit (&kp_sample_state,
+                                         memory_order_acquire);
+  if (state & KP_SAMPLE_PROF)
+    {
+      void *p = kp_prof_sample (n);
+      if (p != NULL)
+        return p;
+    }
+  else
+    /* Before the settings are read, the next malloc comes back here;
+       after, with no sampler on, none does.  */
+    kp_tc.prof_left = state & KP_SAMPLE_DECIDED ? KP_SAMPLE_NEVER : 0;
+  return kp_malloc_unsampled (n);
 }
 
 /* kp_free_pool out of line: kp_free_cold's frame then has no room to

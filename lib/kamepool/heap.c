@@ -273,12 +273,8 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
   kp_heap_t *h = kp_tc.heap;
   if (kp_unlikely (!kp_heap_live (h)))
     {
-      size_t limit = kp_prof_lut_limit ();
       if (h == &kp_heap_dead || !kp_thread_init ())
         return kp_libc_malloc (n);
-      void *p = kp_prof_first (limit, n);
-      if (p != NULL)
-        return p;
       h = kp_tc.heap;
     }
   /* Before anything of the heap moves: pthread_create may allocate.  */

@@ -208,6 +208,7 @@ kp_process_init (void)
   kp_options_init ();
   kp_misuse_init ();
   kp_prof_init ();
+  kp_sample_decide ();
   /* Without the handlers (no memory for them) a fork still works: the
      child only loses the restart of an initialisation in progress.  */
   pthread_atfork (kp_atfork_prepare, kp_atfork_parent,

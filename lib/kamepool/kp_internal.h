@@ -49,8 +49,9 @@
      counters, hints        relaxed, approximate by design.
      heap.rbatch, rbatch_*  the heap's thread only: plain (with signal
                             fences for a fork from a signal handler).
-     kp_prof_lut_max        release store once by kp_prof_init; relaxed
-                            loads by malloc, acquire by kp_prof_sample.
+     kp_sample_state        release stores by kp_process_init only;
+                            acquire by kp_malloc_sample, relaxed by
+                            the others.
      heap profile records   under prof.c's mutex; kp_tc.prof_* the
                             thread's own.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
@@ -662,13 +663,15 @@ typedef struct kp_tcache
 {
   kp_heap_t *heap;              /* &kp_heap_none before init, &kp_heap_dead after exit */
   kp_chunk_t *active[KP_NCLASS]; /* &kp_empty_chunk when none */
-  /* The heap profile's sampling (prof.c), the thread's own: the bytes
-     left to allocate before the next sample (0: no gap drawn yet), the
-     state of its random numbers, and whether the thread is inside the
-     profiler (its unwinder may call malloc: those calls are served
-     unsampled).  Here rather than in a TLS variable of prof.c: the
-     countdown is inline in malloc, which already has this one's
-     address, in every TLS model.  Only profiled mallocs touch them.  */
+  /* The sampling countdown (kp_sample_state), the thread's own: the
+     bytes left to allocate before the next sample (0 at the thread's
+     start: its first malloc comes to kp_malloc_sample), the state of
+     its random numbers, and whether the thread is inside the profiler
+     (its unwinder may call malloc: those calls are served unsampled).
+     Here rather than in a TLS variable of prof.c: the countdown is
+     inline in malloc, which already has this one's address, in every
+     TLS model.  Every malloc writes PROF_LEFT; the rest only the
+     sampled ones.  */
   uint64_t prof_left;
   uint64_t prof_rng;
   bool prof_busy;
@@ -868,33 +871,44 @@ kp_radix_lookup (uintptr_t addr)
 }
 KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
-/* ---- Heap profile (prof.c) ---------------------------------------------
+/* ---- Sampling and the heap profile (prof.c) ----------------------------
 
-   With KAME_POOL_PROF set, malloc samples one block every
-   KAME_POOL_PROF_SAMPLE bytes on average and records its stack.  The
-   switch of the fast path is KP_PROF_LUT_MAX below: the largest size
-   that malloc serves from the lookup table without a further test.
-   It is KP_LUT_MAX when profiling is off, which is the comparison
-   malloc made anyway; 0 when profiling is on, so that every malloc of
-   1 byte or more takes the second branch, which counts down first.
-   Written once, with release, by kp_prof_init (in kp_process_init)
-   after the profiler's state; read relaxed by every malloc, which
-   needs nothing else from it, and with acquire by kp_prof_sample
-   before it reads that state.  */
-KP_HIDDEN extern _Atomic (size_t) kp_prof_lut_max;
-KP_INLINE size_t
-kp_prof_lut_limit (void)
+   Every malloc counts its bytes down in the calling thread's
+   kp_tc.prof_left; the one that takes it below zero (its sign bit
+   set) calls
+   kp_malloc_sample (alloc.c), which looks at kp_sample_state.  Until
+   the process has read its settings (UNSET), it leaves the countdown
+   at 0, so that the thread's next malloc comes back; with no sampling
+   on (DECIDED alone), it sets the countdown to KP_SAMPLE_NEVER; with
+   the heap profile on (PROF), the profiler draws the next gap and
+   takes the sample.  malloc thus runs the same instructions whether
+   sampling is on or off: one subtraction from a thread-local and a
+   branch on its borrow.  kp_sample_state is written by
+   kp_process_init alone, with release (kp_prof_init, then
+   kp_sample_decide), after what the samplers read; read with acquire
+   by kp_malloc_sample, relaxed by the callers that only ask whether
+   the profile is on.  */
+#define KP_SAMPLE_DECIDED 1u    /* the settings are read */
+#define KP_SAMPLE_PROF 2u       /* the heap profile is on */
+#define KP_SAMPLE_NEVER ((uint64_t) INT64_MAX)
+KP_HIDDEN extern _Atomic (unsigned) kp_sample_state;
+KP_INLINE bool
+kp_prof_on (void)
 {
-  return atomic_load_explicit (&kp_prof_lut_max, memory_order_relaxed);
+  return (atomic_load_explicit (&kp_sample_state, memory_order_relaxed)
+          & KP_SAMPLE_PROF) != 0;
 }
 /* Set profiling up, when KAME_POOL_PROF asks for it (kp_process_init,
    after the settings).  */
 KP_HIDDEN void kp_prof_init (void);
+/* The samplers are set up: kp_malloc_sample may act on the state
+   (kp_process_init, after them).  */
+KP_HIDDEN void kp_sample_decide (void);
 /* A malloc of N bytes, profiling on, that took the calling thread's
    countdown (kp_tc.prof_left) below zero: the sampled block (served from
    a region of the profiler's own), or NULL for the pool's usual path
    (a malloc made from inside the profiler, or no memory for the
-   sample).  */
+   sample).  Draws the next gap either way.  */
 KP_HIDDEN void *kp_prof_sample (size_t n);
 /* free, usable size and realloc's size of P, a pointer in a region of
    kind KP_RADIX_PROF; kp_prof_usable returns 0 for a pointer that does
@@ -906,27 +920,12 @@ KP_HIDDEN int kp_prof_dump (const char *path);
 /* The bytes the stack table maps (0 when profiling is off), and the
    stacks it holds.  */
 KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
-/* The malloc of N bytes during which the process initialised itself
-   took the path of a process without the profile; LIMIT is what
-   kp_prof_lut_max held before.  If the initialisation turned the
-   profile on, the countdown for N now: the sampled block, or NULL
-   (kp_malloc_refill_chunk, kp_malloc_large).  */
-KP_INLINE void *
-kp_prof_first (size_t limit, size_t n)
-{
-  if (kp_likely (limit == kp_prof_lut_limit ())
-      || !__builtin_sub_overflow (kp_tc.prof_left, n, &kp_tc.prof_left))
-    return NULL;
-  return kp_prof_sample (n);
-}
 /* The return addresses of the calling thread's stack, innermost first,
    without this library's frames (known once kp_prof_unwind_init ran):
    at most MAX in PC, their number.  May call malloc on its first use.
    Shared with guarded sampling (guard.c).  */
 KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
 KP_HIDDEN void kp_prof_unwind_init (void);
-/* Whether profiling is on (set by kp_prof_init).  */
-KP_HIDDEN bool kp_prof_on (void);
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);
@@ -1636,31 +1635,23 @@ kp_malloc_unsampled (size_t n)
                                : kp_malloc_mapping (n);
 }
 
-/* malloc of N bytes that the heap profile's countdown says to sample:
-   kp_prof_sample's block, or the pool's when it gives none (alloc.c;
-   out of line, so that malloc's profiled path makes no frame).  */
+/* malloc of N bytes that took the sampling countdown below zero (see
+   kp_sample_state): a sampled block, or the pool's (alloc.c; out of
+   line, so that malloc makes no frame for it).  */
 KP_HIDDEN void *kp_malloc_sample (size_t n);
 
-/* malloc's fast path: one table lookup, one TLS load, a list pop.  The
-   first comparison is with kp_prof_lut_max rather than KP_LUT_MAX: with
-   profiling on, every malloc takes the second branch, which gives the
-   profiler its look first (see kp_prof_lut_max); with it off, the
-   second branch is the one malloc took before, plus one test of the
-   same variable for the sizes above the lookup table.  */
+/* malloc's fast path: the sampling countdown (a subtraction from a
+   thread-local and a branch on its borrow), one table lookup, one TLS
+   load, a list pop.  */
 KP_INLINE void *
 kp_malloc (size_t n)
 {
-  size_t limit = kp_prof_lut_limit ();
-  if (kp_likely (n <= limit))
-    return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
-  if (kp_unlikely (limit != KP_LUT_MAX))
-    {
-      /* The heap profile's countdown: a subtraction and a branch on
-         its borrow, unless this block is the sample.  */
-      if (kp_unlikely (__builtin_sub_overflow (kp_tc.prof_left, n,
-                                               &kp_tc.prof_left)))
-        return kp_malloc_sample (n);
-    }
+  /* The sign of the count, not a borrow: x86 then subtracts from the
+     thread-local in place and branches on the sign, two instructions.
+     A gap is below 2^62, KP_SAMPLE_NEVER 2^63 - 1.  */
+  kp_tc.prof_left -= n;
+  if (kp_unlikely ((int64_t) kp_tc.prof_left < 0))
+    return kp_malloc_sample (n);
   return kp_malloc_unsampled (n);
 }
 

@@ -293,16 +293,9 @@ kp_malloc_large (size_t n, size_t align)
       errno = ENOMEM;
       return NULL;
     }
-  size_t limit = kp_prof_lut_limit ();
   if (!kp_ready ())
     return align > KP_MIN_ALIGN ? kp_libc_memalign (align, n)
                                 : kp_libc_malloc (n);
-  if (align <= KP_MIN_ALIGN)
-    {
-      void *p = kp_prof_first (limit, n);
-      if (p != NULL)
-        return p;
-    }
   /* A thread whose first allocation is large gets its heap here, for
      its first-level cache and its free streak.  */
   if (kp_unlikely (!kp_heap_live (kp_tc.heap)) && kp_tc.heap != &kp_heap_dead)

@@ -13,9 +13,9 @@
    of S bytes is sampled with probability 1 - exp (-S / RATE) whatever
    came before it, and a sample stands for 1 / (1 - exp (-S / RATE))
    blocks: the profile holds these weighted counts, an unbiased
-   estimate for every size.  Only the mallocs of a profiled process
-   come here (kp_prof_lut_max, kp_internal.h): with profiling off, the
-   fast path is the one it was.
+   estimate for every size.  The countdown is malloc's whether the
+   profile is on or not (kp_sample_state, kp_internal.h): a profiled
+   process runs the same fast path as any other.
 
    Sampled blocks.  A sampled block has a run of pages of its own, in
    regions whose radix entry is KP_RADIX_PROF, with a header in the 64
@@ -66,7 +66,7 @@
 
 #include "kp_internal.h"
 
-_Atomic (size_t) kp_prof_lut_max = KP_LUT_MAX;
+_Atomic (unsigned) kp_sample_state;
 
 /* Frames kept per stack, and the records of the stack table.  */
 #define KP_PROF_DEPTH 64
@@ -105,8 +105,8 @@ _Static_assert (sizeof (kp_prof_block_t) <= KP_PROF_HEADER,
 
 /* All of the following under kp_prof_lock, except kp_prof_rate, the
    table's addresses and the text range, written by kp_prof_init before
-   its release store of kp_prof_lut_max, and read only after an acquire
-   load of it (kp_prof_sample) or the lock.  */
+   its release store of kp_sample_state, and read only after an acquire
+   load of it (kp_malloc_sample) or the lock.  */
 static pthread_mutex_t kp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static double kp_prof_rate;
 static uintptr_t kp_prof_text_lo, kp_prof_text_hi;
@@ -116,17 +116,6 @@ static uint32_t kp_prof_nstacks;
 static size_t kp_prof_dropped;
 static char *kp_prof_bump, *kp_prof_end;
 static kp_prof_block_t *kp_prof_runs[KP_PROF_LISTS + 1];
-
-/* Whether profiling is on: set once, with release, at the end of
-   kp_prof_init.  kp_prof_lut_max no longer says it, as guarded
-   sampling (guard.c) arms the countdown too.  */
-static _Atomic (bool) kp_prof_enabled;
-
-bool
-kp_prof_on (void)
-{
-  return atomic_load_explicit (&kp_prof_enabled, memory_order_acquire);
-}
 
 static uintptr_t
 kp_prof_magic (const kp_prof_block_t *b)
@@ -202,8 +191,15 @@ kp_prof_init (void)
   kp_tc.prof_busy = true;
   kp_prof_unwind (pc, 4);
   kp_tc.prof_busy = false;
-  atomic_store_explicit (&kp_prof_enabled, true, memory_order_release);
-  atomic_store_explicit (&kp_prof_lut_max, 0, memory_order_release);
+  atomic_fetch_or_explicit (&kp_sample_state, KP_SAMPLE_PROF,
+                            memory_order_release);
+}
+
+void
+kp_sample_decide (void)
+{
+  atomic_fetch_or_explicit (&kp_sample_state, KP_SAMPLE_DECIDED,
+                            memory_order_release);
 }
 
 /* ---- The countdown --------------------------------------------------- */
@@ -393,10 +389,7 @@ void *
 kp_prof_sample (size_t n)
 {
   kp_tcache_t *tc = &kp_tc;
-  /* The acquire pairs with kp_prof_init's release: the rate and the
-     table are then visible.  */
-  if (tc->prof_busy
-      || atomic_load_explicit (&kp_prof_lut_max, memory_order_acquire) != 0)
+  if (tc->prof_busy)
     {
       /* The countdown went below zero: the next malloc comes back.  */
       tc->prof_left = 0;

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 5u
+#define KAME_POOL_STATS_VERSION 7u
 /* Rows of kame_pool_stats_t.classes: at least the number of size
    classes; NCLASSES says how many are filled.  (Version 3 had 64 rows,
    and a caller of that version gets the first 64 classes.)  */
@@ -88,6 +88,11 @@ typedef struct kame_pool_stats
   size_t background_pages;      /* pages it gave back, ever */
   size_t background_starts;     /* times its thread was started, ever */
   size_t background_running;    /* 1 while its thread runs */
+  /* Version 7: guarded sampling.  */
+  size_t guard_slots;           /* slots of the guarded pool, 0: off */
+  size_t guard_slots_used;      /* of those, holding a live block */
+  size_t guard_allocs;          /* guarded blocks allocated, ever */
+  size_t guard_reports;         /* misuse of them reported, ever */
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

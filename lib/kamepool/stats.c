@@ -180,6 +180,10 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->background_pages = p.pages;
   s->background_starts = p.starts;
   s->background_running = p.running;
+  if (want < 7)
+    return;
+  kp_guard_stats (&s->guard_slots, &s->guard_slots_used, &s->guard_allocs,
+                  &s->guard_reports);
 }
 
 size_t
@@ -232,6 +236,12 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->discard_pages, s->discard_calls, s->refault_units,
             s->background_passes, s->background_pages, s->background_starts,
             s->background_running ? "running" : "not running");
+  kp_line_add (l, buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: guarded sampling: %zu slots, %zu in use; %zu guarded "
+            "blocks and %zu reports ever\n",
+            s->guard_slots, s->guard_slots_used, s->guard_allocs,
+            s->guard_reports);
   kp_line_add (l, buf);
   size_t stacks, table = kp_prof_table_bytes (&stacks);
   if (table != 0)
@@ -303,6 +313,10 @@ kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
   KP_JSON (background_pages);
   KP_JSON (background_starts);
   KP_JSON (background_running);
+  KP_JSON (guard_slots);
+  KP_JSON (guard_slots_used);
+  KP_JSON (guard_allocs);
+  KP_JSON (guard_reports);
   KP_JSON (nclasses);
 #undef KP_JSON
   kp_line_add (l, ", \"tls_model\": \"" KP_TLS_MODEL_NAME "\", \"classes\": [");

@@ -36,7 +36,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
       s.version = v;
       kame_pool_get_stats (&s);
       KT_CHECK_EQ (s.version, v);
-      KT_CHECK_EQ (s.version_supported, 5);
+      KT_CHECK_EQ (s.version_supported, 7);
       if (v == 0)
         {
           KT_CHECK_EQ (s.regions_populated, UNTOUCHED);

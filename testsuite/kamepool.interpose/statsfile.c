@@ -102,7 +102,7 @@ read_file (const char *path, char *buf, size_t size)
   return true;
 }
 
-/* TEXT is a whole text report: the three summary lines, the table's
+/* TEXT is a whole text report: the four summary lines, the table's
    head, at least one row and only rows after it, each of six numbers
    and of a class in increasing order, and a newline at the end; the
    rows' chunks add up to at most chunks_live.  NULL, or what is
@@ -121,6 +121,9 @@ text_report_incomplete (const char *text)
   const char *l3 = strchr (l2 + 1, '\n');
   if (l3 == NULL || strncmp (l3 + 1, "kamepool: given back: ", 22) != 0)
     return "third line";
+  l3 = strchr (l3 + 1, '\n');
+  if (l3 != NULL && strncmp (l3 + 1, "kamepool: guarded sampling: ", 28) != 0)
+    return "the guarded sampling's line";
   l3 = strchr (l3 + 1, '\n');
   static const char head[] = "kamepool: class    size  chunks  "
     "live-blocks  free-blocks  resident-KiB\n";
@@ -221,6 +224,7 @@ static const char json_check[] =
   "  'abandoned_bytes', 'purge_calls', 'purge_pages', 'discard_calls',\n"
   "  'discard_pages', 'refault_units', 'background_passes',\n"
   "  'background_pages', 'background_starts', 'background_running',\n"
+  "  'guard_slots', 'guard_slots_used', 'guard_allocs', 'guard_reports',\n"
   "  'nclasses', 'tls_model', 'classes', 'settings']\n"
   "assert list(d) == top, list(d)\n"
   "assert d['pid'] == int(sys.argv[2]), d['pid']\n"
@@ -234,7 +238,7 @@ static const char json_check[] =
   "assert sum(c['chunks'] for c in d['classes']) <= d['chunks_live']\n"
   "assert d['regions_populated'] >= 1\n"
   "assert d['bytes_reserved'] == d['regions_populated'] * 33554432\n"
-  "for k in top[1:29]:\n"
+  "for k in top[1:33]:\n"
   "  assert type(d[k]) is int and d[k] >= 0, k\n"
   "s = d['settings']\n"
   "assert s['stats'] == 'on' and s['stats_format'] == 'json', s\n"

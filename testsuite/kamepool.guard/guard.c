@@ -214,6 +214,10 @@ guard_child (void)
   if (mode == NULL)
     return;
   setvbuf (stdout, NULL, _IONBF, 0);
+  /* The pool's first allocation sets the process up and is never
+     sampled; in a build that does not replace malloc (a sanitizer's),
+     it is this program's first kame_pool_malloc.  */
+  kame_pool_free (kame_pool_malloc (1));
   size_t n;
   char access;
   if (sscanf (mode, "uaf_%c_%zu", &access, &n) == 2)
@@ -677,6 +681,9 @@ KT_TEST (a_handler_installed_after_the_pool_gets_its_faults)
 
 KT_TEST (a_fault_not_ours_without_a_handler_kills_as_before)
 {
+#if defined __SANITIZE_ADDRESS__ || defined __SANITIZE_THREAD__
+  KT_UNSUPPORTED ("a sanitizer's runtime reports the fault itself");
+#endif
   int status = run_child ("default", NULL);
   KT_CHECK (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV);
   KT_CHECK_STR_EQ (err, "");

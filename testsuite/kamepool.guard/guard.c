@@ -207,6 +207,21 @@ slot_end (const char *p, size_t usable)
   return (end & (KT_PAGE - 1)) == 0 ? end : (uintptr_t) p + 32768;
 }
 
+/* Allocate blocks of 64 bytes into LIVE until every slot holds one;
+   their number.  */
+static size_t
+fill_pool (char **live)
+{
+  kame_pool_stats_t s = kt_pool_stats ();
+  size_t k = 0;
+  while (s.guard_slots_used < s.guard_slots && k < 4096)
+    {
+      live[k++] = guard_site_alloc (64);
+      s = kt_pool_stats ();
+    }
+  return k;
+}
+
 __attribute__ ((__constructor__)) static void
 guard_child (void)
 {
@@ -270,14 +285,9 @@ guard_child (void)
     {
       /* Fill the pool, free A then B: the next block takes A's slot,
          and B's stays inaccessible.  */
-      kame_pool_stats_t s = kt_pool_stats ();
       static char *live[4096];
-      size_t k = 0;
-      while (s.guard_slots_used < s.guard_slots && k < 4096)
-        {
-          live[k++] = guard_site_alloc (64);
-          s = kt_pool_stats ();
-        }
+      size_t k = fill_pool (live);
+      kame_pool_stats_t s = kt_pool_stats ();
       size_t allocs = s.guard_allocs;
       char *extra = guard_site_alloc (64);
       s = kt_pool_stats ();
@@ -309,6 +319,35 @@ guard_child (void)
       guard_site_free (p[3]);   /* reported, then ignored */
       s1 = kt_pool_stats ();
       printf ("reports %zu\n", s1.guard_reports - s0.guard_reports);
+    }
+  else if (strcmp (mode, "report_fault") == 0)
+    {
+      /* KAME_POOL_ON_MISUSE=report: the access is made, the slot is
+         never used again, and the program goes on.  The pool is filled
+         first, so that the misused block takes the one slot freed.  */
+      static char *live[4096];
+      size_t k = fill_pool (live);
+      guard_site_free (live[--k]);
+      kame_pool_stats_t s0 = kt_pool_stats ();
+      char *p = guard_site_alloc (100);
+      guard_site_free (p);
+      p[5] = 9;
+      printf ("went on, read back %d\n", p[5]);
+      kame_pool_stats_t s1 = kt_pool_stats ();
+      printf ("reports %zu, guarded %zu\n",
+              s1.guard_reports - s0.guard_reports,
+              s1.guard_allocs - s0.guard_allocs);
+      for (size_t i = 0; i < k; i++)
+        guard_site_free (live[i]);
+      size_t in_retired = 0;
+      for (size_t i = 0; i < k + 1; i++)
+        {
+          live[i] = guard_site_alloc (100);
+          in_retired += slot_end (live[i], 112) == slot_end (p, 112);
+        }
+      kame_pool_stats_t s2 = kt_pool_stats ();
+      printf ("then guarded %zu of %zu, in the retired slot %zu\n",
+              s2.guard_allocs - s1.guard_allocs, k + 1, in_retired);
     }
   else if (strcmp (mode, "chain") == 0)
     {
@@ -645,6 +684,23 @@ KT_TEST (guarded_sampling_and_the_heap_profile_run_together)
   KT_CHECK_STR_EQ (err, "");
 }
 
+KT_TEST (with_on_misuse_report_a_fault_is_reported_and_the_program_goes_on)
+{
+  static const char *const env[] = { "KAME_POOL_ON_MISUSE=report",
+                                     "KAME_POOL_GUARD_SLOTS=16", NULL };
+  int status = run_child ("report_fault", env);
+  KT_CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  /* Of the 16 slots, those the fill took (all but the ones that live
+     blocks of the start-up hold) come back but the retired one.  */
+  unsigned long got, of;
+  KT_CHECK (sscanf (out, "went on, read back 9\nreports 1, guarded 1\n"
+                    "then guarded %lu of %lu, in the retired slot 0\n",
+                    &got, &of) == 2);
+  KT_CHECK_EQ (got + 1, of);
+  KT_CHECK (strncmp (err, "kamepool: guarded block: use after free (write) "
+                     "at 0x", 50) == 0);
+}
+
 KT_TEST (sampling_off_guards_nothing)
 {
   static const char *const env[] = { "KAME_POOL_GUARD_SAMPLE=0", NULL };
@@ -718,6 +774,7 @@ KT_MAIN (KT_CASE (use_after_free_read_of_16_bytes_is_caught_with_both_stacks),
          KT_CASE (correct_use_reports_nothing),
          KT_CASE (stats_count_slots_blocks_and_reports_exactly),
          KT_CASE (guarded_sampling_and_the_heap_profile_run_together),
+         KT_CASE (with_on_misuse_report_a_fault_is_reported_and_the_program_goes_on),
          KT_CASE (sampling_off_guards_nothing),
          KT_CASE (a_fault_not_ours_goes_to_the_programs_own_handler),
          KT_CASE (a_fault_of_ours_is_reported_before_the_programs_handler),

@@ -23,7 +23,8 @@
    alignment, so the first byte past it faults), except every fourth,
    which starts at the slot's first byte, against the preceding guard
    page (so that an underflow faults).  A free makes the block's pages
-   PROT_NONE again, gives their memory back (MADV_DONTNEED) and puts
+   PROT_NONE again (their memory stays: a madvise, and the page fault
+   at the slot's next use, doubled a sample's kernel time) and puts
    the slot at the tail of the quarantine; a sample takes a slot never
    used, else the head of the quarantine (the oldest freed); with every
    slot holding a live block it is not taken.
@@ -290,10 +291,16 @@ kp_guard_slot_take (void)
   return -1;
 }
 
+/* The calling thread's id, asked of the kernel once per thread
+   (kp_tc.guard_tid; the child of a fork asks again,
+   kp_guard_atfork_child).  */
 static int32_t
 kp_guard_tid (void)
 {
-  return (int32_t) syscall (SYS_gettid);
+  kp_tcache_t *tc = &kp_tc;
+  if (tc->guard_tid == 0)
+    tc->guard_tid = (int32_t) syscall (SYS_gettid);
+  return tc->guard_tid;
 }
 
 void *
@@ -555,7 +562,6 @@ kp_guard_free (const char *call, void *p)
   uintptr_t last = kp_round_up (s->block + s->usable, kp_guard_page);
   int saved = errno;
   mprotect ((void *) first, last - first, PROT_NONE);
-  madvise ((void *) first, last - first, MADV_DONTNEED);
   errno = saved;
   s->state = KP_GUARD_FREED;
   s->free_tid = kp_guard_tid ();
@@ -750,5 +756,6 @@ kp_guard_atfork_parent (void)
 void
 kp_guard_atfork_child (void)
 {
+  kp_tc.guard_tid = 0;
   pthread_mutex_unlock (&kp_guard_lock);
 }

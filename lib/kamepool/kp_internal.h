@@ -678,9 +678,11 @@ typedef struct kp_tcache
   /* With guarded sampling on (alloc.c, kp_malloc_sample_shared): what
      the countdown was armed with, and the bytes left before each
      sampler's next sample; guarded sampling's random numbers (0: no
-     gap drawn yet).  The thread's own.  */
+     gap drawn yet), and the thread's id for its reports (0: not asked
+     yet).  The thread's own.  */
   int64_t sample_armed, prof_rem, guard_rem;
   uint64_t guard_rng;
+  int32_t guard_tid;
 } kp_tcache_t;
 
 /* ---- The thread's heap and the heap records (thread.c) ----------------- */

@@ -88,6 +88,17 @@ typedef struct kame_pool_stats
   size_t background_pages;      /* pages it gave back, ever */
   size_t background_starts;     /* times its thread was started, ever */
   size_t background_running;    /* 1 while its thread runs */
+  /* Version 6: totals since start, and peaks.  */
+  size_t allocated_blocks;      /* blocks handed out, ever */
+  size_t allocated_bytes;       /* their bytes (block sizes; whole units
+                                   and mappings for the large blocks) */
+  size_t freed_blocks;          /* of those, freed: allocated less live */
+  size_t freed_bytes;           /* their bytes */
+  size_t live_blocks;           /* blocks live now, every tier */
+  size_t live_bytes;            /* their bytes */
+  size_t peak_live_bytes;       /* the most LIVE_BYTES measured, ever */
+  size_t peak_resident_bytes;   /* the largest footprint, ever: units
+                                   claimed and large mappings */
   /* Version 7: guarded sampling.  */
   size_t guard_slots;           /* slots of the guarded pool, 0: off */
   size_t guard_slots_used;      /* of those, holding a live block */

@@ -67,6 +67,11 @@ kp_malloc_sample (size_t n)
      settings are visible when their bits are.  */
   unsigned state = atomic_load_explicit (&kp_sample_state,
                                          memory_order_acquire);
+  /* The process's first malloc, or one that raced with its
+     initialisation: initialise, so that the block can be sampled (a
+     malloc made by the initialisation itself is not).  */
+  if (!(state & KP_SAMPLE_DECIDED) && kp_ready ())
+    state = atomic_load_explicit (&kp_sample_state, memory_order_acquire);
   if (state & KP_SAMPLE_GUARD)
     return kp_malloc_sample_shared (n, KP_MIN_ALIGN, state);
   if (state & KP_SAMPLE_PROF)

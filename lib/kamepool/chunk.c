@@ -71,7 +71,6 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   c->free = NULL;
   c->next = c->prev = NULL;
   c->fostered = false;
-  c->active = false;
   c->full = false;
   c->orig_heap = h;
   for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
@@ -94,6 +93,7 @@ kp_chunk_init_small (kp_chunk_t *c, unsigned cls, unsigned units,
   uint32_t size = kp_class_size[cls];
   char *data = kp_chunk_data (c);
   c->used = 0;
+  c->pops = 0;
   c->capacity = (uint32_t) (((size_t) units << KP_UNIT_SHIFT) / size);
   c->divmagic = kp_divmagic_fast (cls);
   c->bump = data;
@@ -124,7 +124,7 @@ kp_chunk_list_ok (const kp_chunk_t *c)
       if (p < data || p >= c->bump
           || !kp_chunk_block_start (c, (uintptr_t) (p - data))
           || (KP_HARDEN && !kp_block_marked_free (b))
-          || ++n > c->capacity - c->used)
+          || ++n > c->capacity - kp_chunk_used (c))
         return false;
     }
   return true;
@@ -338,7 +338,7 @@ kp_collect_headed (const kp_chunk_t *c, kp_block_t *head, kp_block_t **tail)
           if (!kp_block_marked_remote (b) || !kp_link_ok (&lb, second)
               || t == NULL || !kp_link_ok (&lb, t)
               || !kp_block_marked_remote (t)
-              || k == 0 || k > (uintptr_t) (c->used - n)
+              || k == 0 || k > (uintptr_t) (kp_chunk_used (c) - n)
               || (k == 1) != (t == b) || (second == NULL) != (t == b))
             return 0;
         }
@@ -461,12 +461,17 @@ kp_chunk_collect (kp_chunk_t *c)
     return 0;
   kp_block_link (tail, c->free);
   c->free = head;
-  KP_ASSERT (c->used >= n);
+  KP_ASSERT (kp_chunk_used (c) >= n);
   c->used -= n;
   kp_remote_count (kp_tc.heap, true,
                    atomic_load_explicit (&c->cls, memory_order_relaxed), n);
   return n;
 }
+
+/* The blocks handed out by the small chunks released so far, per class
+   (kp_chunk_release adds a chunk's pops): with the pops of the chunks
+   in use, the blocks ever allocated.  Relaxed: statistics.  */
+_Atomic (uint64_t) kp_small_pops[KP_NCLASS];
 
 /* Remote frees pushed and collected by threads with no heap (before
    their first malloc, or after their exit), per class: few, so a
@@ -574,7 +579,8 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
   char *data = kp_chunk_data (c);
   size_t carved = (size_t) (c->bump - data) / size;
   size_t npages = (size_t) (c->bump - data) >> sh;
-  if (npages == 0 || carved - c->used < ((size_t) 1 << sh) / size + 1
+  if (npages == 0
+      || carved - kp_chunk_used (c) < ((size_t) 1 << sh) / size + 1
       || npages > KP_PURGE_WORDS * 64 || carved > KP_PURGE_MAX_BLOCKS)
     return 0;
   uint64_t freemap[KP_PURGE_MAX_BLOCKS / 64];
@@ -866,6 +872,8 @@ kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
           return;
         }
     }
+  atomic_fetch_add_explicit (&kp_small_pops[kp_chunk_cls (c)], c->pops,
+                             memory_order_relaxed);
   atomic_store_explicit (&c->owner, NULL, memory_order_relaxed);
   atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
   kp_hint_take (c);
@@ -880,7 +888,7 @@ kp_chunk_release (kp_chunk_t *c, enum kp_release_pages pages)
 KP_NOINLINE void
 kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
 {
-  a->active = false;
+  kp_chunk_set_active (a, false);
   if (a->used == 0)
     kp_chunk_release (a, KP_PAGES_LAZY);
   else if (!kp_chunk_has_space (a))
@@ -955,7 +963,7 @@ kp_chunk_unfull (kp_chunk_t *c)
       return;
     }
   kp_tc.active[cls] = c;
-  c->active = true;
+  kp_chunk_set_active (c, true);
   if (a != &kp_empty_chunk)
     kp_chunk_displace (h, a, true);
 }
@@ -1184,6 +1192,10 @@ kp_rbatch_take_bad (kp_heap_t *h, kp_rbatch_t *s)
     }
   kp_list_cut (b);
   kp_owner_add (&h->remote_in[cls], 1);
+  /* Back in its chunk's used, from which the remote_in above takes it
+     for the statistics: handed out by no pop.  */
+  kp_owner_add (&h->taken_blocks, 1);
+  kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
   kp_block_mark_live (b);
   return b;
 }

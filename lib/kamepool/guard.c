@@ -129,6 +129,7 @@ static struct sigaction kp_guard_old_segv, kp_guard_old_bus;
 
 /* Relaxed counters: any thread adds, the statistics read.  */
 static _Atomic (size_t) kp_guard_live, kp_guard_allocs, kp_guard_reports;
+static _Atomic (size_t) kp_guard_live_bytes, kp_guard_alloc_bytes;
 
 void
 kp_guard_init (void)
@@ -355,6 +356,10 @@ kp_guard_malloc (size_t n, size_t align)
           atomic_fetch_add_explicit (&kp_guard_live, 1, memory_order_relaxed);
           atomic_fetch_add_explicit (&kp_guard_allocs, 1,
                                      memory_order_relaxed);
+          atomic_fetch_add_explicit (&kp_guard_live_bytes, usable,
+                                     memory_order_relaxed);
+          atomic_fetch_add_explicit (&kp_guard_alloc_bytes, usable,
+                                     memory_order_relaxed);
         }
       else
         {
@@ -574,6 +579,8 @@ kp_guard_free (const char *call, void *p)
     kp_guard_qhead = (uint32_t) i + 1;
   kp_guard_qtail = (uint32_t) i + 1;
   atomic_fetch_sub_explicit (&kp_guard_live, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit (&kp_guard_live_bytes, s->usable,
+                             memory_order_relaxed);
   pthread_mutex_unlock (&kp_guard_lock);
 }
 
@@ -739,6 +746,18 @@ kp_guard_stats (size_t *slots, size_t *used, size_t *allocs, size_t *reports)
   *used = atomic_load_explicit (&kp_guard_live, memory_order_relaxed);
   *allocs = atomic_load_explicit (&kp_guard_allocs, memory_order_relaxed);
   *reports = atomic_load_explicit (&kp_guard_reports, memory_order_relaxed);
+}
+
+void
+kp_guard_blocks (size_t *allocs, size_t *alloc_bytes, size_t *live,
+                 size_t *live_bytes)
+{
+  *allocs = atomic_load_explicit (&kp_guard_allocs, memory_order_relaxed);
+  *alloc_bytes = atomic_load_explicit (&kp_guard_alloc_bytes,
+                                       memory_order_relaxed);
+  *live = atomic_load_explicit (&kp_guard_live, memory_order_relaxed);
+  *live_bytes = atomic_load_explicit (&kp_guard_live_bytes,
+                                      memory_order_relaxed);
 }
 
 void

@@ -96,7 +96,7 @@ kp_heap_decay_active (kp_heap_t *h, unsigned cls)
   if (a == &kp_empty_chunk)
     return;
   uintptr_t seen = (uintptr_t) a ^ (uintptr_t) a->free
-                   ^ ((uintptr_t) a->used << 40);
+                   ^ ((uintptr_t) kp_chunk_used (a) << 40);
   if (h->decay_seen[cls] != seen)
     {
       h->decay_seen[cls] = seen;
@@ -207,7 +207,7 @@ kp_thread_exit (void *arg)
       kp_tc.active[cls] = &kp_empty_chunk;
       if (c != &kp_empty_chunk)
         {
-          c->active = false;
+          kp_chunk_set_active (c, false);
           kp_chunk_hand_over (h, c, pages);
         }
       while ((c = kp_partial_pop (h, cls)) != NULL)
@@ -337,7 +337,7 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
 use:
   KP_EXPENSIVE_ASSERT (kp_chunk_list_ok (c));
   kp_tc.active[cls] = c;
-  c->active = true;
+  kp_chunk_set_active (c, true);
 pop:
   KP_ASSERT (c->free != NULL);
   return kp_chunk_pop (c, c->free);
@@ -388,6 +388,8 @@ kp_malloc_refill (size_t n)
       kp_rbatch_take (h, i, b, next);
       atomic_signal_fence (memory_order_release);
       h->rbatch_taking = false;
+      kp_owner_add (&h->taken_blocks, 1);
+      kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
       return b;
     }
   return kp_malloc_refill_chunk (cls, n);
@@ -423,6 +425,7 @@ kp_malloc_pop_bad (kp_chunk_t *c, kp_block_t *b)
   if (!kp_block_marked_free (b))
     return kp_malloc_refill (kp_class_size[cls]);
   c->used++;
+  c->pops++;
   kp_block_mark_live (b);
   return b;
 }

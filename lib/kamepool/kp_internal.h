@@ -370,9 +370,13 @@ typedef struct kp_chunk
   /* 256 bytes a descriptor (the struct's alignment): the free path
      finds a descriptor with a shift, where 192 needed a multiply.  */
   _Alignas (256) kp_block_t *free; /* owner LIFO free list (encoded links) */
-  uint32_t used;                /* blocks handed out, not yet back on free */
+  /* The blocks handed out and not yet back on FREE, in the low bits
+     (kp_chunk_used), plus KP_USED_ACTIVE while the chunk is the
+     owner's active chunk of its class: the owner's free then tells an
+     empty chunk that is not the active one by USED alone
+     (kp_free_push).  */
+  uint32_t used;
   uint16_t npurged;             /* bits set in purged (the decay) */
-  bool active;                  /* the owner's active chunk of its class */
   bool full;                    /* on the owner heap's full list */
   /* SMALL: 1 + UINT64_MAX / block size, so that an offset OFF into the
      chunk starts a block exactly when OFF * divmagic < divmagic
@@ -381,7 +385,9 @@ typedef struct kp_chunk
      every owner's free to kp_free_owned_check.  */
   uint64_t divmagic;
   char *bump;                   /* next never-used byte (lazy carving) */
-  char *limit;                  /* end of the chunk's data */
+  /* SMALL: blocks handed out since the chunk was set up, ever; added
+     to kp_small_pops at its release (the totals of the statistics).  */
+  uint64_t pops;
   struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
   uint32_t idle_since;          /* decay clock when it joined that list */
   bool fostered;                /* taken over by a free, class not in use */
@@ -393,6 +399,7 @@ typedef struct kp_chunk
   _Alignas (64) _Atomic (kp_heap_t *) owner;
   kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
   uint32_t capacity;            /* blocks in the chunk */
+  char *limit;                  /* end of the chunk's data (the carving) */
   /* The decay (chunk.c, kp_chunk_purge): pages below BUMP given back to
      the kernel, one bit per page; every block that starts in such a
      page is free and off the free list until kp_chunk_carve links it
@@ -430,6 +437,32 @@ _Static_assert (offsetof (kp_chunk_t, decayed) < 64
                 "reads line 1");
 _Static_assert (offsetof (kp_chunk_t, xthread_free) == 128,
                 "the remote-free word starts line 2");
+
+/* The bit of kp_chunk_t.used that marks the active chunk: above any
+   count of blocks.  */
+#define KP_USED_ACTIVE ((uint32_t) 1 << 31)
+_Static_assert (((size_t) KP_UNITS << KP_UNIT_SHIFT) / 16 < KP_USED_ACTIVE,
+                "a chunk's count of blocks stays below the bit");
+
+/* The blocks of C handed out and not yet back on its free list.  */
+KP_INLINE uint32_t
+kp_chunk_used (const kp_chunk_t *c)
+{
+  return c->used & ~KP_USED_ACTIVE;
+}
+
+/* Is C its owner's active chunk of its class?  */
+KP_INLINE bool
+kp_chunk_is_active (const kp_chunk_t *c)
+{
+  return (c->used & KP_USED_ACTIVE) != 0;
+}
+
+KP_INLINE void
+kp_chunk_set_active (kp_chunk_t *c, bool on)
+{
+  c->used = on ? c->used | KP_USED_ACTIVE : c->used & ~KP_USED_ACTIVE;
+}
 
 typedef struct kp_region
 {
@@ -602,6 +635,10 @@ typedef struct kp_heap_cache
 typedef struct kp_heap_large
 {
   _Atomic (size_t) count, bytes;
+  /* Large blocks handed out ever (dedicated chunks and mappings), and
+     their bytes (whole units, whole mappings, and the growth of a
+     block where it lies): the totals of the statistics.  */
+  _Atomic (size_t) allocs, alloc_bytes;
 } kp_heap_large_t;
 
 /* A heap: one per live thread.  Heap records are permanent (never
@@ -632,6 +669,10 @@ struct kp_heap
      decay's madvise calls and the pages they gave back.  */
   _Atomic (size_t) remote_out[KP_NCLASS], remote_in[KP_NCLASS];
   _Atomic (size_t) purge_calls, purge_pages;
+  /* Blocks this thread took back out of its batch of remote frees
+     (kp_malloc_refill), and their bytes: handed out again without a
+     pop from their chunk, so the chunks' pops do not count them.  */
+  _Atomic (size_t) taken_blocks, taken_bytes;
   /* The batch of remote frees (chunk.c): the slots, and a bit per
      slot that holds blocks.  Owner-only.  */
   kp_rbatch_t rbatch[KP_RBATCH_SLOTS];
@@ -937,6 +978,10 @@ KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
    Shared with guarded sampling (guard.c).  */
 KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
 KP_HIDDEN void kp_prof_unwind_init (void);
+/* The sampled blocks handed out ever and their bytes, and those live
+   now: no lock, a snapshot of the counts (prof.c).  */
+KP_HIDDEN void kp_prof_blocks (size_t *allocs, size_t *alloc_bytes,
+                               size_t *live, size_t *live_bytes);
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);
@@ -972,6 +1017,10 @@ KP_HIDDEN size_t kp_guard_usable (const void *p);
 KP_HIDDEN void kp_guard_misuse (const char *call, void *p);
 KP_HIDDEN void kp_guard_stats (size_t *slots, size_t *used, size_t *allocs,
                                size_t *reports);
+/* The guarded blocks handed out ever and their usable bytes, and those
+   live now (relaxed counters, kame_pool_get_stats's totals).  */
+KP_HIDDEN void kp_guard_blocks (size_t *allocs, size_t *alloc_bytes,
+                                size_t *live, size_t *live_bytes);
 KP_HIDDEN void kp_guard_atfork_prepare (void);
 KP_HIDDEN void kp_guard_atfork_parent (void);
 KP_HIDDEN void kp_guard_atfork_child (void);
@@ -1182,6 +1231,14 @@ KP_HIDDEN size_t kp_units_decay (uint32_t now, uint32_t delay,
                                  size_t *calls);
 /* Free units claimed again after their pages were given back, ever.  */
 KP_HIDDEN size_t kp_units_refaulted (void);
+/* The footprint (region.c): BYTES more of live large mappings (a
+   negative change wraps); the highest footprint ever, the units
+   claimed and the live mappings together; and the function that
+   measures the live bytes when the footprint has grown (stats.c sets
+   it at start-up).  */
+KP_HIDDEN void kp_footprint_add (size_t bytes);
+KP_HIDDEN size_t kp_footprint_peak_bytes (void);
+KP_HIDDEN extern void (*_Atomic kp_peak_live_hook) (void);
 KP_HIDDEN bool kp_units_extend (kp_chunk_t *c, unsigned units);
 KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 /* The bytes of resident pages that the free units hold, and how many
@@ -1280,6 +1337,9 @@ KP_HIDDEN void kp_chunk_init_small (kp_chunk_t *c, unsigned cls,
 KP_HIDDEN bool kp_chunk_carve (kp_chunk_t *c);
 KP_HIDDEN size_t kp_chunk_purge (kp_chunk_t *c, size_t *calls);
 KP_HIDDEN void kp_remote_count (kp_heap_t *h, bool in, unsigned cls, size_t n);
+/* The blocks handed out by the small chunks released so far, per class
+   (chunk.c).  */
+KP_HIDDEN extern _Atomic (uint64_t) kp_small_pops[KP_NCLASS];
 KP_HIDDEN void kp_remote_pending (size_t pending[KP_NCLASS]);
 KP_HIDDEN uint32_t kp_chunk_collect (kp_chunk_t *c);
 KP_HIDDEN bool kp_chunk_abandon (kp_chunk_t *c, kp_heap_t *h);
@@ -1422,6 +1482,10 @@ KP_HIDDEN bool kp_large_grow (void *p, size_t n);
 KP_HIDDEN bool kp_dedicated_grow (void *p, size_t n);
 KP_HIDDEN bool kp_large_fresh (const void *p);
 KP_HIDDEN void kp_large_stats (size_t *count, size_t *bytes);
+/* BLOCKS large blocks handed out, and BYTES (large.c); their totals
+   since start.  */
+KP_HIDDEN void kp_large_note (size_t blocks, size_t bytes);
+KP_HIDDEN void kp_large_totals (size_t *allocs, size_t *bytes);
 /* Write the header at HEAD of a new mapping of MAP_SIZE bytes at
    MAP_BASE whose block BLOCK serves N bytes, and set the radix entry
    of BLOCK's region to KIND; BLOCK.  */
@@ -1659,6 +1723,7 @@ kp_chunk_pop (kp_chunk_t *c, kp_block_t *b)
     return kp_malloc_pop_bad (c, b);
   c->free = next;
   c->used++;
+  c->pops++;
   kp_block_mark_live (b);
   return b;
 }
@@ -1719,11 +1784,12 @@ kp_free_push (kp_chunk_t *c, kp_block_t *b)
   atomic_signal_fence (memory_order_release);
   c->free = b;
   /* A full chunk becomes the active one (kp_chunk_unfull); an empty
-     chunk leaves, unless it is the active one: a malloc/free loop must
-     not call out on every free.  */
+     chunk leaves, unless it is the active one (KP_USED_ACTIVE keeps
+     its count above 0): a malloc/free loop must not call out on every
+     free.  */
   if (kp_unlikely (c->full))
     kp_chunk_unfull (c);
-  else if (kp_unlikely ((--c->used | (uint32_t) c->active) == 0))
+  else if (kp_unlikely (--c->used == 0))
     kp_chunk_retire (c);
 }
 

@@ -48,10 +48,52 @@ typedef struct kp_large_header
    sum, modulo SIZE_MAX + 1, is exact.  */
 static _Atomic (size_t) kp_stat_large_count;
 static _Atomic (size_t) kp_stat_large_bytes;
+/* The same for the large blocks handed out ever and their bytes (see
+   kp_heap_large_t).  */
+static _Atomic (size_t) kp_stat_large_allocs;
+static _Atomic (size_t) kp_stat_large_alloc_bytes;
 
+void
+kp_large_note (size_t blocks, size_t bytes)
+{
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_likely (kp_heap_live (h)))
+    {
+      kp_owner_add (&h->large.allocs, blocks);
+      kp_owner_add (&h->large.alloc_bytes, bytes);
+      return;
+    }
+  atomic_fetch_add_explicit (&kp_stat_large_allocs, blocks,
+                             memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_stat_large_alloc_bytes, bytes,
+                             memory_order_relaxed);
+}
+
+void
+kp_large_totals (size_t *allocs, size_t *bytes)
+{
+  size_t a = atomic_load_explicit (&kp_stat_large_allocs,
+                                   memory_order_relaxed);
+  size_t b = atomic_load_explicit (&kp_stat_large_alloc_bytes,
+                                   memory_order_relaxed);
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      a += atomic_load_explicit (&h->large.allocs, memory_order_relaxed);
+      b += atomic_load_explicit (&h->large.alloc_bytes, memory_order_relaxed);
+    }
+  *allocs = a;
+  *bytes = b;
+}
+
+/* COUNT more live mappings and BYTES more of their bytes (either may
+   be a negative change, wrapped); what is more is also handed out
+   (kp_large_note), and changes the footprint.  */
 static inline void
 kp_large_stat (size_t count, size_t bytes)
 {
+  kp_footprint_add (bytes);
+  if ((ptrdiff_t) bytes > 0)
+    kp_large_note ((ptrdiff_t) count > 0 ? count : 0, bytes);
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (kp_heap_live (h)))
     {
@@ -261,8 +303,11 @@ kp_dedicated_grow (void *p, size_t n)
       != KP_KIND_DEDICATED || p != kp_chunk_data (c))
     return false;
   unsigned units = (unsigned) ((n + KP_UNIT_SIZE - 1) >> KP_UNIT_SHIFT);
+  unsigned had = atomic_load_explicit (&c->units, memory_order_relaxed);
   if (!kp_units_extend (c, units))
     return false;
+  if (units > had)
+    kp_large_note (0, (size_t) (units - had) << KP_UNIT_SHIFT);
   atomic_store_explicit (&c->block_size, (uint32_t) units << KP_UNIT_SHIFT,
                          memory_order_relaxed);
   return true;

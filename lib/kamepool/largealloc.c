@@ -59,6 +59,7 @@ kp_malloc_dedicated (size_t n)
   void *base = (void *) (e - want);
   atomic_store_explicit (&kp_entry_chunk_desc (base)->kind,
                          KP_KIND_DEDICATED, memory_order_relaxed);
+  kp_large_note (1, (size_t) want << (KP_UNIT_SHIFT - 1));
   return base;
 }
 
@@ -118,16 +119,18 @@ kp_dedicated_alloc (size_t n)
     units = 1;
   /* A cached chunk keeps every field of its last use.  */
   kp_chunk_t *c = kp_cache_take_chunk (units);
-  if (c != NULL)
-    return kp_chunk_data (c);
-  c = kp_units_claim_retry (units, KP_CLS_DEDICATED);
   if (c == NULL)
-    return NULL;
-  c->used = 1;
-  c->capacity = 1;
-  c->bump = c->limit = NULL;
-  kp_chunk_setup (c, KP_KIND_DEDICATED, 0, units,
-                  (uint32_t) units << KP_UNIT_SHIFT, NULL);
+    {
+      c = kp_units_claim_retry (units, KP_CLS_DEDICATED);
+      if (c == NULL)
+        return NULL;
+      c->used = 1;
+      c->capacity = 1;
+      c->bump = c->limit = NULL;
+      kp_chunk_setup (c, KP_KIND_DEDICATED, 0, units,
+                      (uint32_t) units << KP_UNIT_SHIFT, NULL);
+    }
+  kp_large_note (1, (size_t) units << KP_UNIT_SHIFT);
   return kp_chunk_data (c);
 }
 

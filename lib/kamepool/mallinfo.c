@@ -11,8 +11,8 @@
    version 2.1 or later; see COPYING.
 
    Every figure comes from one snapshot of kame_pool_get_stats
-   (version 3) through kp_mallinfo_read, so that the four reports agree
-   with each other and with the statistics; kamepool_mallinfo(3) gives
+   (the newest version) through kp_mallinfo_read, so that the four
+   reports agree with each other and with the statistics; kamepool_mallinfo(3) gives
    the mapping field by field.  The pool has no arenas: it reports one,
    "heap 0", for its regions, and its mappings above 4 MiB as glibc's
    mmapped chunks.  Blocks that the C library served (see kamepool(7))
@@ -60,7 +60,9 @@ kp_mallinfo_read (kame_pool_stats_t *s)
     .smblks = 0,                /* no fastbins */
     .hblks = s->large_alloc_count,
     .hblkhd = s->large_alloc_bytes,
-    .usmblks = 0,               /* glibc: always 0 */
+    /* glibc's field of old, the most ever held (arena + hblkhd at
+       their highest): the largest footprint.  */
+    .usmblks = s->peak_resident_bytes,
     .fsmblks = 0,
     .uordblks = s->small_live_bytes + s->dedicated_chunk_bytes
                 + s->large_alloc_bytes,
@@ -182,7 +184,7 @@ malloc_info (int options, FILE *fp)
            "<aspace type=\"total\" size=\"%zu\"/>\n"
            "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
            "</heap>\n",
-           m.ordblks, free_bytes, m.arena, m.arena, s.bytes_reserved,
+           m.ordblks, free_bytes, m.arena, m.usmblks, s.bytes_reserved,
            s.bytes_reserved);
   fprintf (fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
            "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
@@ -195,7 +197,7 @@ malloc_info (int options, FILE *fp)
            "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
            "</malloc>\n",
            m.ordblks, free_bytes, m.hblks, m.hblkhd, s.cache_bytes,
-           kp_dirty_units (), s.dirty_bytes, m.arena, m.arena,
+           kp_dirty_units (), s.dirty_bytes, m.arena, m.usmblks,
            s.bytes_reserved, s.bytes_reserved);
   return 0;
 }

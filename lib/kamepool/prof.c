@@ -116,6 +116,28 @@ static uint32_t kp_prof_nstacks;
 static size_t kp_prof_dropped;
 static char *kp_prof_bump, *kp_prof_end;
 static kp_prof_block_t *kp_prof_runs[KP_PROF_LISTS + 1];
+/* The sampled blocks handed out ever and live now, with their usable
+   bytes: written under the lock, read relaxed by the statistics
+   (kp_prof_blocks), which take no lock.  */
+static _Atomic (size_t) kp_prof_out_n, kp_prof_out_b;
+static _Atomic (size_t) kp_prof_live_n, kp_prof_live_b;
+
+static void
+kp_prof_count (_Atomic (size_t) *c, size_t d)
+{
+  atomic_store_explicit (c, atomic_load_explicit (c, memory_order_relaxed)
+                            + d, memory_order_relaxed);
+}
+
+void
+kp_prof_blocks (size_t *allocs, size_t *alloc_bytes, size_t *live,
+                size_t *live_bytes)
+{
+  *allocs = atomic_load_explicit (&kp_prof_out_n, memory_order_relaxed);
+  *alloc_bytes = atomic_load_explicit (&kp_prof_out_b, memory_order_relaxed);
+  *live = atomic_load_explicit (&kp_prof_live_n, memory_order_relaxed);
+  *live_bytes = atomic_load_explicit (&kp_prof_live_b, memory_order_relaxed);
+}
 
 static uintptr_t
 kp_prof_magic (const kp_prof_block_t *b)
@@ -444,6 +466,11 @@ kp_prof_sample (size_t n)
       s->alloc_n += weight;
       s->alloc_b += weight * (double) n;
       p = (char *) b + KP_PROF_HEADER;
+      size_t usable = kp_round_up (n, KP_MIN_ALIGN);
+      kp_prof_count (&kp_prof_out_n, 1);
+      kp_prof_count (&kp_prof_out_b, usable);
+      kp_prof_count (&kp_prof_live_n, 1);
+      kp_prof_count (&kp_prof_live_b, usable);
     }
   else
     kp_prof_dropped++;
@@ -477,6 +504,8 @@ kp_prof_free (void *p)
   kp_prof_stack_t *s = b->stack;
   s->live_n -= b->weight;
   s->live_b -= b->weight * (double) b->size;
+  kp_prof_count (&kp_prof_live_n, (size_t) -1);
+  kp_prof_count (&kp_prof_live_b, 0 - kp_round_up (b->size, KP_MIN_ALIGN));
   kp_prof_run_give (b);
   pthread_mutex_unlock (&kp_prof_lock);
 }

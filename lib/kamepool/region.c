@@ -67,6 +67,61 @@ static _Atomic (size_t) kp_dirty_count;
    recent peak.  Relaxed, and the peak's update a load and a store (a
    lost update only moves a budget).  */
 static _Atomic (size_t) kp_claimed_units;
+
+/* The footprint: the units claimed (KP_UNIT_SIZE bytes each) and the
+   bytes of the live large mappings (kp_footprint_add, from large.c).
+   Its highest value ever, raised with a CAS loop by the claim or the
+   mapping that passes it; and its value at the last measure of the
+   live bytes, taken through kp_peak_live_hook (stats.c) each time the
+   footprint passes that by a sixty-fourth (and a MiB), so that the
+   measures, each a walk of the descriptors, stay few while the peak of
+   the live bytes is sought where the footprint grows.  Relaxed:
+   statistics.  */
+static _Atomic (size_t) kp_large_mapped;
+static _Atomic (size_t) kp_footprint_peak;
+static _Atomic (size_t) kp_footprint_measured;
+void (*_Atomic kp_peak_live_hook) (void);
+
+static void
+kp_footprint_note (size_t claimed)
+{
+  size_t fp = (claimed << KP_UNIT_SHIFT)
+              + atomic_load_explicit (&kp_large_mapped, memory_order_relaxed);
+  size_t peak = atomic_load_explicit (&kp_footprint_peak,
+                                      memory_order_relaxed);
+  while (fp > peak
+         && !atomic_compare_exchange_weak_explicit (&kp_footprint_peak, &peak,
+                                                    fp, memory_order_relaxed,
+                                                    memory_order_relaxed))
+    ;
+  size_t m = atomic_load_explicit (&kp_footprint_measured,
+                                   memory_order_relaxed);
+  if (fp < m + m / 64 + ((size_t) 1 << 20)
+      || !atomic_compare_exchange_strong_explicit (&kp_footprint_measured,
+                                                   &m, fp,
+                                                   memory_order_relaxed,
+                                                   memory_order_relaxed))
+    return;
+  void (*hook) (void) = atomic_load_explicit (&kp_peak_live_hook,
+                                              memory_order_relaxed);
+  if (hook != NULL)
+    hook ();
+}
+
+void
+kp_footprint_add (size_t bytes)
+{
+  atomic_fetch_add_explicit (&kp_large_mapped, bytes, memory_order_relaxed);
+  if ((ptrdiff_t) bytes > 0)
+    kp_footprint_note (atomic_load_explicit (&kp_claimed_units,
+                                             memory_order_relaxed));
+}
+
+size_t
+kp_footprint_peak_bytes (void)
+{
+  return atomic_load_explicit (&kp_footprint_peak, memory_order_relaxed);
+}
 static _Atomic (size_t) kp_claimed_peak;
 
 /* Free units claimed again whose pages a discard had given back
@@ -259,6 +314,7 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
                                               memory_order_relaxed) + n;
   if (claimed > atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed))
     atomic_store_explicit (&kp_claimed_peak, claimed, memory_order_relaxed);
+  kp_footprint_note (claimed);
   return &r->desc[base];
 }
 

@@ -32,14 +32,22 @@ _Static_assert (KAME_POOL_STATS_CLASSES >= KP_NCLASS,
    the figures are a close approximation, and ThreadSanitizer is told
    not to instrument this reader, whose races are deliberate.  With no
    other thread allocating they are exact.  */
+/* Blocks handed out ever and their bytes, and the blocks live now
+   (the totals of version 6), as kp_stats_small sums them.  */
+typedef struct kp_stats_totals
+{
+  uint64_t blocks, bytes, live_blocks;
+} kp_stats_totals_t;
+
 __attribute__ ((__no_sanitize__ ("thread")))
 static void
-kp_stats_small (kame_pool_stats_t *s, unsigned rows)
+kp_stats_small (kame_pool_stats_t *s, unsigned rows, kp_stats_totals_t *totals)
 {
   size_t page = kp_os_page_size ();
   kame_pool_class_stats_t k[KP_NCLASS];
   memset (k, 0, sizeof k);
   size_t used[KP_NCLASS] = { 0 };
+  uint64_t pops[KP_NCLASS] = { 0 };
   size_t abandoned = 0, abandoned_bytes = 0, purged = 0;
   KP_FOR_EACH_REGION (r)
     for (unsigned u = 1; u < KP_UNITS; u++)
@@ -56,7 +64,9 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
         char *data = kp_chunk_data (c);
         char *bump = __atomic_load_n (&c->bump, __ATOMIC_RELAXED);
         size_t carved_bytes = bump > data ? (size_t) (bump - data) : 0;
-        size_t n_used = __atomic_load_n (&c->used, __ATOMIC_RELAXED);
+        size_t n_used = __atomic_load_n (&c->used, __ATOMIC_RELAXED)
+                        & ~KP_USED_ACTIVE;
+        pops[cls] += __atomic_load_n (&c->pops, __ATOMIC_RELAXED);
         size_t carved = carved_bytes / size;
         size_t pages = (carved_bytes + page - 1) / page;
         size_t gone = 0;
@@ -95,6 +105,15 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
     }
   s->small_free_bytes = s->small_resident_bytes > s->small_live_bytes
                         ? s->small_resident_bytes - s->small_live_bytes : 0;
+  if (totals != NULL)
+    for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+      {
+        uint64_t n = pops[cls] + atomic_load_explicit (&kp_small_pops[cls],
+                                                       memory_order_relaxed);
+        totals->blocks += n;
+        totals->bytes += n * kp_class_size[cls];
+        totals->live_blocks += k[cls].live_blocks;
+      }
   s->purged_bytes = purged;
   s->dirty_bytes = kp_dirty_bytes ();
   s->abandoned_chunks = abandoned;
@@ -117,6 +136,69 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows)
   memcpy (s->classes, k, s->nclasses * sizeof k[0]);
 }
 
+/* The most live bytes measured: by every snapshot of version 6 or
+   more, and by kp_stats_peak_measure each time the footprint has grown
+   by a sixty-fourth (region.c).  Relaxed, raised with a CAS loop.  */
+static _Atomic (size_t) kp_peak_live;
+
+static void
+kp_peak_live_raise (size_t live)
+{
+  size_t peak = atomic_load_explicit (&kp_peak_live, memory_order_relaxed);
+  while (live > peak
+         && !atomic_compare_exchange_weak_explicit (&kp_peak_live, &peak, live,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed))
+    ;
+}
+
+/* The live bytes now, the way kame_pool_get_stats counts them, for
+   the peak: a walk of the descriptors without the per-class detail.
+   Called where the footprint grows (a claim of units, a new mapping),
+   so it takes no lock and allocates nothing.  A deliberate racy
+   snapshot, as kp_stats_small's.  */
+__attribute__ ((__no_sanitize__ ("thread")))
+static void
+kp_stats_peak_measure (void)
+{
+  size_t live = 0;
+  size_t used[KP_NCLASS] = { 0 };
+  KP_FOR_EACH_REGION (r)
+    for (unsigned u = 1; u < KP_UNITS; u++)
+      {
+        kp_chunk_t *c = &r->desc[u];
+        unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
+        if (kind == KP_KIND_DEDICATED)
+          live += (size_t) atomic_load_explicit (&c->units,
+                                                 memory_order_relaxed)
+                  << KP_UNIT_SHIFT;
+        else if (kind == KP_KIND_SMALL)
+          {
+            unsigned cls = atomic_load_explicit (&c->cls,
+                                                 memory_order_relaxed);
+            if (cls < KP_NCLASS)
+              used[cls] += __atomic_load_n (&c->used, __ATOMIC_RELAXED)
+                           & ~KP_USED_ACTIVE;
+          }
+      }
+  size_t pend[KP_NCLASS];
+  kp_remote_pending (pend);
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    if (used[cls] > pend[cls])
+      live += (used[cls] - pend[cls]) * kp_class_size[cls];
+  size_t n, b, pn, pb, pln, plb;
+  kp_large_stats (&n, &b);
+  kp_prof_blocks (&pn, &pb, &pln, &plb);
+  kp_peak_live_raise (live + b + plb);
+}
+
+__attribute__ ((__constructor__)) static void
+kp_stats_peak_hook (void)
+{
+  atomic_store_explicit (&kp_peak_live_hook, kp_stats_peak_measure,
+                         memory_order_relaxed);
+}
+
 void
 kame_pool_get_stats (kame_pool_stats_t *s)
 {
@@ -126,7 +208,7 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->version_supported = KAME_POOL_STATS_VERSION;
   if (want < 1)
     return;
-  size_t regions = 0, chunks = 0, units = 0, dedicated = 0;
+  size_t regions = 0, chunks = 0, units = 0, dedicated = 0, dedicated_n = 0;
   KP_FOR_EACH_REGION (r)
     {
       regions++;
@@ -149,9 +231,12 @@ kame_pool_get_stats (kame_pool_stats_t *s)
             }
           chunks++;
           if (kind == KP_KIND_DEDICATED)
-            dedicated += (size_t) atomic_load_explicit (&r->desc[u].units,
-                                                        memory_order_relaxed)
-                         << KP_UNIT_SHIFT;
+            {
+              dedicated_n++;
+              dedicated += (size_t) atomic_load_explicit (&r->desc[u].units,
+                                                          memory_order_relaxed)
+                           << KP_UNIT_SHIFT;
+            }
         }
     }
   s->regions_populated = regions;
@@ -165,8 +250,9 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   kp_large_stats (&s->large_alloc_count, &s->large_alloc_bytes);
   if (want < 3)
     return;
+  kp_stats_totals_t t = { 0, 0, 0 };
   kp_stats_small (s, want == 3 ? KP_STATS_CLASSES_V3
-                               : KAME_POOL_STATS_CLASSES);
+                               : KAME_POOL_STATS_CLASSES, &t);
   if (want < 5)
     return;
   s->discard_calls = atomic_load_explicit (&kp_os_discards.calls,
@@ -180,6 +266,40 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->background_pages = p.pages;
   s->background_starts = p.starts;
   s->background_running = p.running;
+  if (want < 6)
+    return;
+  /* Handed out: the chunks' pops, the blocks taken back out of the
+     batches of remote frees, the large blocks, the sampled and the
+     guarded blocks.  */
+  size_t taken_n = 0, taken_b = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      taken_n += atomic_load_explicit (&h->taken_blocks, memory_order_relaxed);
+      taken_b += atomic_load_explicit (&h->taken_bytes, memory_order_relaxed);
+    }
+  size_t large_n, large_b, prof_n, prof_b, prof_live_n, prof_live_b;
+  kp_large_totals (&large_n, &large_b);
+  kp_prof_blocks (&prof_n, &prof_b, &prof_live_n, &prof_live_b);
+  size_t guard_n, guard_b, guard_live_n, guard_live_b;
+  kp_guard_blocks (&guard_n, &guard_b, &guard_live_n, &guard_live_b);
+  s->allocated_blocks = (size_t) t.blocks + taken_n + large_n + prof_n
+                        + guard_n;
+  s->allocated_bytes = (size_t) t.bytes + taken_b + large_b + prof_b
+                       + guard_b;
+  s->live_blocks = (size_t) t.live_blocks + dedicated_n
+                   + s->large_alloc_count + prof_live_n + guard_live_n;
+  s->live_bytes = s->small_live_bytes + dedicated + s->large_alloc_bytes
+                  + prof_live_b + guard_live_b;
+  /* Counted at different moments while other threads run: never
+     below zero.  */
+  s->freed_blocks = s->allocated_blocks > s->live_blocks
+                    ? s->allocated_blocks - s->live_blocks : 0;
+  s->freed_bytes = s->allocated_bytes > s->live_bytes
+                   ? s->allocated_bytes - s->live_bytes : 0;
+  kp_peak_live_raise (s->live_bytes);
+  s->peak_live_bytes = atomic_load_explicit (&kp_peak_live,
+                                             memory_order_relaxed);
+  s->peak_resident_bytes = kp_footprint_peak_bytes ();
   if (want < 7)
     return;
   kp_guard_stats (&s->guard_slots, &s->guard_slots_used, &s->guard_allocs,
@@ -236,6 +356,14 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->discard_pages, s->discard_calls, s->refault_units,
             s->background_passes, s->background_pages, s->background_starts,
             s->background_running ? "running" : "not running");
+  kp_line_add (l, buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: since start: %zu blocks (%zu KiB) allocated, %zu "
+            "(%zu KiB) freed; live now %zu blocks (%zu KiB); peak live "
+            "%zu KiB, peak footprint %zu KiB\n",
+            s->allocated_blocks, s->allocated_bytes >> 10, s->freed_blocks,
+            s->freed_bytes >> 10, s->live_blocks, s->live_bytes >> 10,
+            s->peak_live_bytes >> 10, s->peak_resident_bytes >> 10);
   kp_line_add (l, buf);
   snprintf (buf, sizeof buf,
             "kamepool: guarded sampling: %zu slots, %zu in use; %zu guarded "
@@ -313,6 +441,14 @@ kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
   KP_JSON (background_pages);
   KP_JSON (background_starts);
   KP_JSON (background_running);
+  KP_JSON (allocated_blocks);
+  KP_JSON (allocated_bytes);
+  KP_JSON (freed_blocks);
+  KP_JSON (freed_bytes);
+  KP_JSON (live_blocks);
+  KP_JSON (live_bytes);
+  KP_JSON (peak_live_bytes);
+  KP_JSON (peak_resident_bytes);
   KP_JSON (guard_slots);
   KP_JSON (guard_slots_used);
   KP_JSON (guard_allocs);

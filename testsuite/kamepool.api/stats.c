@@ -29,7 +29,7 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
   KT_CHECK (p != NULL);
   kame_pool_get_stats (NULL);
 
-  for (unsigned v = 0; v <= 6; v++)
+  for (unsigned v = 0; v <= 7; v++)
     {
       kame_pool_stats_t s;
       memset (&s, 0xab, sizeof s);
@@ -112,6 +112,22 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK_EQ (s.background_pages, 0);
           KT_CHECK_EQ (s.background_starts, 0);
           KT_CHECK_EQ (s.background_running, 0);
+        }
+      if (v < 6)
+        {
+          KT_CHECK_EQ (s.allocated_blocks, UNTOUCHED);
+          KT_CHECK_EQ (s.peak_resident_bytes, UNTOUCHED);
+        }
+      else
+        {
+          KT_CHECK (s.allocated_blocks >= s.live_blocks
+                    && s.live_blocks >= 1);
+          KT_CHECK_EQ (s.freed_blocks, s.allocated_blocks - s.live_blocks);
+          KT_CHECK_EQ (s.freed_bytes, s.allocated_bytes - s.live_bytes);
+          KT_CHECK (s.live_bytes >= s.small_live_bytes
+                    && s.small_live_bytes >= 64);
+          KT_CHECK (s.peak_live_bytes >= s.live_bytes);
+          KT_CHECK (s.peak_resident_bytes >= s.units_live * UNIT);
         }
     }
   kame_pool_free (p);

@@ -102,11 +102,13 @@ read_file (const char *path, char *buf, size_t size)
   return true;
 }
 
-/* TEXT is a whole text report: the four summary lines, the table's
-   head, at least one row and only rows after it, each of six numbers
-   and of a class in increasing order, and a newline at the end; the
-   rows' chunks add up to at most chunks_live.  NULL, or what is
-   wrong.  */
+/* TEXT is a whole text report: the five summary lines (the totals'
+   adding up: live blocks are those allocated less those freed, the
+   peak footprint holds at least the units live; then guarded
+   sampling's), the table's head, at
+   least one row and only rows after it, each of six numbers and of a
+   class in increasing order, and a newline at the end; the rows'
+   chunks add up to at most chunks_live.  NULL, or what is wrong.  */
 static const char *
 text_report_incomplete (const char *text)
 {
@@ -121,8 +123,21 @@ text_report_incomplete (const char *text)
   const char *l3 = strchr (l2 + 1, '\n');
   if (l3 == NULL || strncmp (l3 + 1, "kamepool: given back: ", 22) != 0)
     return "third line";
-  l3 = strchr (l3 + 1, '\n');
-  if (l3 != NULL && strncmp (l3 + 1, "kamepool: guarded sampling: ", 28) != 0)
+  const char *l4 = strchr (l3 + 1, '\n');
+  size_t alloc_n, alloc_k, freed_n, freed_k, live_n, live_k, peak_k, fp_k;
+  if (l4 == NULL
+      || sscanf (l4 + 1, "kamepool: since start: %zu blocks (%zu KiB) "
+                 "allocated, %zu (%zu KiB) freed; live now %zu blocks "
+                 "(%zu KiB); peak live %zu KiB, peak footprint %zu KiB",
+                 &alloc_n, &alloc_k, &freed_n, &freed_k, &live_n, &live_k,
+                 &peak_k, &fp_k) != 8)
+    return "fourth line";
+  if (live_n != alloc_n - freed_n || alloc_n == 0 || peak_k < live_k
+      || fp_k < units * 256)
+    return "the totals";
+  l3 = strchr (l4 + 1, '\n');
+  if (l3 == NULL
+      || strncmp (l3 + 1, "kamepool: guarded sampling: ", 28) != 0)
     return "the guarded sampling's line";
   l3 = strchr (l3 + 1, '\n');
   static const char head[] = "kamepool: class    size  chunks  "
@@ -224,6 +239,8 @@ static const char json_check[] =
   "  'abandoned_bytes', 'purge_calls', 'purge_pages', 'discard_calls',\n"
   "  'discard_pages', 'refault_units', 'background_passes',\n"
   "  'background_pages', 'background_starts', 'background_running',\n"
+  "  'allocated_blocks', 'allocated_bytes', 'freed_blocks', 'freed_bytes',\n"
+  "  'live_blocks', 'live_bytes', 'peak_live_bytes', 'peak_resident_bytes',\n"
   "  'guard_slots', 'guard_slots_used', 'guard_allocs', 'guard_reports',\n"
   "  'nclasses', 'tls_model', 'classes', 'settings']\n"
   "assert list(d) == top, list(d)\n"
@@ -238,8 +255,13 @@ static const char json_check[] =
   "assert sum(c['chunks'] for c in d['classes']) <= d['chunks_live']\n"
   "assert d['regions_populated'] >= 1\n"
   "assert d['bytes_reserved'] == d['regions_populated'] * 33554432\n"
-  "for k in top[1:33]:\n"
+  "for k in top[1:41]:\n"
   "  assert type(d[k]) is int and d[k] >= 0, k\n"
+  "for w in ('blocks', 'bytes'):\n"
+  "  assert d['live_' + w] == d['allocated_' + w] - d['freed_' + w], w\n"
+  "assert d['allocated_blocks'] > 0\n"
+  "assert d['peak_live_bytes'] >= d['live_bytes'] > 0\n"
+  "assert d['peak_resident_bytes'] >= d['units_live'] * 262144\n"
   "s = d['settings']\n"
   "assert s['stats'] == 'on' and s['stats_format'] == 'json', s\n"
   "assert s['stats_file'] == sys.argv[4], s\n"

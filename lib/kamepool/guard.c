@@ -295,6 +295,18 @@ kp_guard_slot_take (void)
 /* The calling thread's id, asked of the kernel once per thread
    (kp_tc.guard_tid; the child of a fork asks again,
    kp_guard_atfork_child).  */
+/* Put slot I at the tail of the quarantine.  Under the lock.  */
+static void
+kp_guard_quarantine (size_t i)
+{
+  kp_guard_slots[i].next = 0;
+  if (kp_guard_qtail != 0)
+    kp_guard_slots[kp_guard_qtail - 1].next = (uint32_t) i + 1;
+  else
+    kp_guard_qhead = (uint32_t) i + 1;
+  kp_guard_qtail = (uint32_t) i + 1;
+}
+
 static int32_t
 kp_guard_tid (void)
 {
@@ -365,12 +377,7 @@ kp_guard_malloc (size_t n, size_t align)
         {
           /* No memory for the page tables: the slot stays unused.  */
           s->state = KP_GUARD_UNUSED;
-          s->next = 0;
-          if (kp_guard_qtail != 0)
-            kp_guard_slots[kp_guard_qtail - 1].next = (uint32_t) i + 1;
-          else
-            kp_guard_qhead = (uint32_t) i + 1;
-          kp_guard_qtail = (uint32_t) i + 1;
+          kp_guard_quarantine ((size_t) i);
         }
     }
   pthread_mutex_unlock (&kp_guard_lock);
@@ -394,22 +401,6 @@ kp_guard_slot_at (uintptr_t addr)
 
 /* ---- The report -------------------------------------------------------- */
 
-static void
-kp_guard_hex (kp_line_t *l, uintptr_t v)
-{
-  char tmp[18];
-  int n = 0;
-  do
-    {
-      tmp[sizeof tmp - 1 - n++] = "0123456789abcdef"[v & 15];
-      v >>= 4;
-    }
-  while (v != 0);
-  tmp[sizeof tmp - 1 - n++] = 'x';
-  tmp[sizeof tmp - 1 - n++] = '0';
-  kp_line_addn (l, tmp + sizeof tmp - n, (size_t) n);
-}
-
 /* "kamepool:   WHO by thread TID:" and a line per frame of PC[0..N):
    "kamepool:     #I 0xADDR FUNCTION+0xOFF (OBJECT+0xOFF)", the function
    and the object from dladdr when it names them (the object's offset
@@ -432,7 +423,7 @@ kp_guard_stack (const char *who, int32_t tid, const uintptr_t *pc,
       kp_line_add (&f, "kamepool:     #");
       kp_line_num (&f, i);
       kp_line_add (&f, " ");
-      kp_guard_hex (&f, pc[i]);
+      kp_line_hex (&f, pc[i]);
       Dl_info info;
       /* A return address: the call is the byte before it.  */
       if (dladdr ((void *) (pc[i] - 1), &info) != 0)
@@ -442,14 +433,14 @@ kp_guard_stack (const char *who, int32_t tid, const uintptr_t *pc,
               kp_line_add (&f, " ");
               kp_line_add (&f, info.dli_sname);
               kp_line_add (&f, "+");
-              kp_guard_hex (&f, pc[i] - (uintptr_t) info.dli_saddr);
+              kp_line_hex (&f, pc[i] - (uintptr_t) info.dli_saddr);
             }
           if (info.dli_fname != NULL && info.dli_fname[0] != '\0')
             {
               kp_line_add (&f, " (");
               kp_line_add (&f, info.dli_fname);
               kp_line_add (&f, "+");
-              kp_guard_hex (&f, pc[i] - (uintptr_t) info.dli_fbase);
+              kp_line_hex (&f, pc[i] - (uintptr_t) info.dli_fbase);
               kp_line_add (&f, ")");
             }
         }
@@ -477,7 +468,7 @@ kp_guard_report (const char *call, const char *what, uintptr_t addr,
   kp_line_add (&l, "guarded block: ");
   kp_line_add (&l, what);
   kp_line_add (&l, " at ");
-  kp_guard_hex (&l, addr);
+  kp_line_hex (&l, addr);
   kp_line_add (&l, " in thread ");
   kp_line_num (&l, (unsigned long long) kp_guard_tid ());
   kp_line_add (&l, "\n");
@@ -498,7 +489,7 @@ kp_guard_report (const char *call, const char *what, uintptr_t addr,
   kp_line_add (&l, " bytes (");
   kp_line_num (&l, s->usable);
   kp_line_add (&l, " usable) at ");
-  kp_guard_hex (&l, s->block);
+  kp_line_hex (&l, s->block);
   kp_line_add (&l, s->state == KP_GUARD_FREED ? ", freed\n" : ", live\n");
   kp_line_flush (&l);
   kp_guard_stack ("allocated", s->alloc_tid, s->alloc_pc, s->alloc_depth);
@@ -572,12 +563,7 @@ kp_guard_free (const char *call, void *p)
   s->free_tid = kp_guard_tid ();
   s->free_depth = (uint32_t) depth;
   memcpy (s->free_pc, pc, depth * sizeof *pc);
-  s->next = 0;
-  if (kp_guard_qtail != 0)
-    kp_guard_slots[kp_guard_qtail - 1].next = (uint32_t) i + 1;
-  else
-    kp_guard_qhead = (uint32_t) i + 1;
-  kp_guard_qtail = (uint32_t) i + 1;
+  kp_guard_quarantine ((size_t) i);
   atomic_fetch_sub_explicit (&kp_guard_live, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit (&kp_guard_live_bytes, s->usable,
                              memory_order_relaxed);

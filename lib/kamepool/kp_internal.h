@@ -1091,6 +1091,8 @@ typedef struct kp_line
 KP_HIDDEN void kp_line_add (kp_line_t *l, const char *s);
 KP_HIDDEN void kp_line_addn (kp_line_t *l, const char *s, size_t n);
 KP_HIDDEN void kp_line_num (kp_line_t *l, unsigned long long v);
+/* V as 0x and lowercase hexadecimal digits.  */
+KP_HIDDEN void kp_line_hex (kp_line_t *l, uintptr_t v);
 KP_HIDDEN void kp_line_flush (kp_line_t *l);
 KP_HIDDEN void kp_line_json_string (kp_line_t *l, const char *s, size_t n);
 

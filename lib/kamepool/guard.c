@@ -127,6 +127,30 @@ static uint32_t kp_guard_qhead, kp_guard_qtail; /* index + 1, 0: none */
 static size_t kp_guard_placed;        /* blocks ever: every 4th left */
 static struct sigaction kp_guard_old_segv, kp_guard_old_bus;
 
+/* The lock, and the calling thread's mark that it holds it
+   (kp_tc.guard_locked): a fork from a signal handler that interrupted
+   this thread inside the lock leaves the lock alone
+   (kp_guard_atfork_prepare), and the interrupted operation finishes in
+   both processes; a malloc of that handler, or of the child, takes no
+   guarded sample (kp_guard_sample).  */
+static void
+kp_guard_lock_take (void)
+{
+  pthread_mutex_lock (&kp_guard_lock);
+  atomic_signal_fence (memory_order_seq_cst);
+  kp_tc.guard_locked = true;
+  atomic_signal_fence (memory_order_seq_cst);
+}
+
+static void
+kp_guard_lock_give (void)
+{
+  atomic_signal_fence (memory_order_seq_cst);
+  kp_tc.guard_locked = false;
+  atomic_signal_fence (memory_order_seq_cst);
+  pthread_mutex_unlock (&kp_guard_lock);
+}
+
 /* Relaxed counters: any thread adds, the statistics read.  */
 static _Atomic (size_t) kp_guard_live, kp_guard_allocs, kp_guard_reports;
 static _Atomic (size_t) kp_guard_live_bytes, kp_guard_alloc_bytes;
@@ -200,9 +224,11 @@ kp_guard_sample (size_t n, size_t align, bool take)
           return NULL;
         }
     }
-  if (tc->prof_busy)
+  if (tc->prof_busy || tc->guard_locked)
     {
-      /* A malloc of the unwinder's: the next malloc comes back.  */
+      /* A malloc of the unwinder's, or of a signal handler that
+         interrupted this thread inside the lock: the next malloc comes
+         back.  */
       tc->guard_rem = 0;
       return NULL;
     }
@@ -326,7 +352,7 @@ kp_guard_malloc (size_t n, size_t align)
   uintptr_t pc[KP_GUARD_DEPTH];
   size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
   void *p = NULL;
-  pthread_mutex_lock (&kp_guard_lock);
+  kp_guard_lock_take ();
   if (!atomic_load_explicit (&kp_guard_ready, memory_order_relaxed)
       && !kp_guard_failed && !kp_guard_reserve ())
     {
@@ -380,7 +406,7 @@ kp_guard_malloc (size_t n, size_t align)
           kp_guard_quarantine ((size_t) i);
         }
     }
-  pthread_mutex_unlock (&kp_guard_lock);
+  kp_guard_lock_give ();
   tc->prof_busy = false;
   return p;
 }
@@ -531,7 +557,7 @@ kp_guard_bad_free (const char *call, void *p)
     copy = kp_guard_slots[i];
   else
     memset (&copy, 0, sizeof copy);
-  pthread_mutex_unlock (&kp_guard_lock);
+  kp_guard_lock_give ();
   kp_guard_report (call, what, (uintptr_t) p, &copy);
   if (kp_option_misuse_aborts ())
     abort ();
@@ -546,7 +572,7 @@ kp_guard_free (const char *call, void *p)
   uintptr_t pc[KP_GUARD_DEPTH];
   size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
   tc->prof_busy = busy;
-  pthread_mutex_lock (&kp_guard_lock);
+  kp_guard_lock_take ();
   ptrdiff_t i = kp_guard_live_slot (p);
   if (i < 0)
     {
@@ -567,23 +593,23 @@ kp_guard_free (const char *call, void *p)
   atomic_fetch_sub_explicit (&kp_guard_live, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit (&kp_guard_live_bytes, s->usable,
                              memory_order_relaxed);
-  pthread_mutex_unlock (&kp_guard_lock);
+  kp_guard_lock_give ();
 }
 
 size_t
 kp_guard_usable (const void *p)
 {
-  pthread_mutex_lock (&kp_guard_lock);
+  kp_guard_lock_take ();
   ptrdiff_t i = kp_guard_live_slot (p);
   size_t n = i >= 0 ? kp_guard_slots[i].usable : 0;
-  pthread_mutex_unlock (&kp_guard_lock);
+  kp_guard_lock_give ();
   return n;
 }
 
 void
 kp_guard_misuse (const char *call, void *p)
 {
-  pthread_mutex_lock (&kp_guard_lock);
+  kp_guard_lock_take ();
   kp_guard_bad_free (call, p);
 }
 
@@ -746,21 +772,38 @@ kp_guard_blocks (size_t *allocs, size_t *alloc_bytes, size_t *live,
                                       memory_order_relaxed);
 }
 
+/* Whether kp_guard_atfork_prepare left the lock alone: the forking
+   thread's own (it runs the three handlers).  */
+static __thread bool kp_guard_fork_skipped KP_TLS_ATTR;
+
 void
 kp_guard_atfork_prepare (void)
 {
+  if (kp_tc.guard_locked)
+    {
+      /* A fork from a signal handler that interrupted this thread
+         inside the lock: the operation goes on in both processes.  */
+      kp_guard_fork_skipped = true;
+      return;
+    }
   pthread_mutex_lock (&kp_guard_lock);
 }
 
 void
 kp_guard_atfork_parent (void)
 {
-  pthread_mutex_unlock (&kp_guard_lock);
+  if (kp_guard_fork_skipped)
+    kp_guard_fork_skipped = false;
+  else
+    pthread_mutex_unlock (&kp_guard_lock);
 }
 
 void
 kp_guard_atfork_child (void)
 {
   kp_tc.guard_tid = 0;
-  pthread_mutex_unlock (&kp_guard_lock);
+  if (kp_guard_fork_skipped)
+    kp_guard_fork_skipped = false;
+  else
+    pthread_mutex_unlock (&kp_guard_lock);
 }

@@ -724,6 +724,9 @@ typedef struct kp_tcache
   int64_t sample_armed, prof_rem, guard_rem;
   uint64_t guard_rng;
   int32_t guard_tid;
+  /* Whether the thread holds guard.c's lock (guard.c,
+     kp_guard_lock_take).  */
+  bool guard_locked;
 } kp_tcache_t;
 
 /* ---- The thread's heap and the heap records (thread.c) ----------------- */

@@ -69,7 +69,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -163,17 +162,12 @@ kp_guard_init (void)
     return;
   kp_guard_rate = rate;
   kp_guard_nslots = (size_t) kp_setting (&kp_guard_slot_count);
+  /* The unwinder is set up by its first walk, in the first guarded
+     malloc, not here as the heap profile does: a process that never
+     samples does not pay the pages it touches (half a MiB with
+     libunwind).  A malloc it makes is served unsampled
+     (kp_tc.prof_busy).  */
   kp_prof_unwind_init ();
-  if (!kp_prof_on ())
-    {
-      /* The unwinder's first walk sets it up, which may allocate: now,
-         while the initialisation serves such calls from the C library
-         (prof.c does the same).  */
-      uintptr_t pc[4];
-      kp_tc.prof_busy = true;
-      kp_prof_unwind (pc, 4);
-      kp_tc.prof_busy = false;
-    }
   atomic_fetch_or_explicit (&kp_sample_state, KP_SAMPLE_GUARD,
                             memory_order_release);
 }
@@ -196,11 +190,37 @@ kp_guard_random (kp_tcache_t *tc)
 /* A gap of the exponential distribution of mean kp_guard_rate bytes,
    at least 1 (memoryless: a block of S bytes is sampled with
    probability 1 - exp (-S / rate), whatever came before it).  */
+/* -ln (U) for U in [2^-53, 1], within a few parts in 10^9, without
+   libm: its log would fault in a hundred KiB of the library's pages in
+   every process, guarded sampling being on by default.  U is M 2^E
+   with M in [2^-1/2, 2^1/2), and ln M = 2 atanh (S) with
+   S = (M - 1) / (M + 1) within 0.172: five terms of the series, and no
+   cancellation for U near 1.  */
+static double
+kp_guard_neg_log (double u)
+{
+  uint64_t bits;
+  memcpy (&bits, &u, sizeof bits);
+  int e = (int) ((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+  double m;
+  memcpy (&m, &bits, sizeof m);
+  if (m > 1.41421356237309505)
+    {
+      m *= 0.5;
+      e++;
+    }
+  double sq = (m - 1.0) / (m + 1.0), s2 = sq * sq;
+  double ln_m = 2.0 * sq * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5
+                                      + s2 * (1.0 / 7 + s2 / 9))));
+  return -((double) e * 0.69314718055994530942 + ln_m);
+}
+
 static int64_t
 kp_guard_gap (kp_tcache_t *tc)
 {
   double u = ((double) (kp_guard_random (tc) >> 11) + 1.0) * 0x1p-53;
-  double g = -log (u) * kp_guard_rate;
+  double g = kp_guard_neg_log (u) * kp_guard_rate;
   return g < 1.0 ? 1 : g > 0x1p62 ? (int64_t) 1 << 62 : (int64_t) g;
 }
 

@@ -94,11 +94,15 @@
 #define KP_UNIT_SIZE ((size_t) 1 << KP_UNIT_SHIFT)
 #define KP_UNITS 128                            /* units per region */
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
+/* Units per transparent huge page (2 MiB on x86-64): with huge page
+   advice on, the decay gives back only whole ones (region.c) and no
+   pages inside chunks (heap.c, chunk.c).  */
+#define KP_HUGE_UNITS 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
-#define KP_NCLASS 69
+#define KP_NCLASS 79
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
@@ -629,16 +633,19 @@ typedef struct kp_heap_cache
    bytes masks it (kp_streak_bytes).  */
 #define KP_STREAK_MARK ((size_t) 1 << (sizeof (size_t) * 8 - 1))
 
-/* A thread's large mappings (large.c): made minus freed, and their
-   bytes; owner-only counters (kp_owner_add), read relaxed by
-   kame_pool_get_stats.  */
+/* A thread's counts of the large tier (large.c), each a number of
+   blocks and their bytes: KP_LARGE_LIVE, its mappings, made minus freed;
+   KP_LARGE_OUT, the large blocks it handed out ever (dedicated chunks
+   and mappings: whole units, whole mappings, and the growth of a block
+   where it lies), the totals of the statistics.  Owner-only counters
+   (kp_owner_add), read relaxed by kame_pool_get_stats.  */
+enum { KP_LARGE_LIVE, KP_LARGE_OUT };
 typedef struct kp_heap_large
 {
-  _Atomic (size_t) count, bytes;
-  /* Large blocks handed out ever (dedicated chunks and mappings), and
-     their bytes (whole units, whole mappings, and the growth of a
-     block where it lies): the totals of the statistics.  */
-  _Atomic (size_t) allocs, alloc_bytes;
+  struct
+  {
+    _Atomic (size_t) n, bytes;
+  } pair[2];
 } kp_heap_large_t;
 
 /* A heap: one per live thread.  Heap records are permanent (never
@@ -1249,6 +1256,10 @@ KP_HIDDEN void kp_units_release (kp_chunk_t *c, enum kp_release_pages pages);
 /* The bytes of resident pages that the free units hold, and how many
    free units hold them (region.c).  */
 KP_HIDDEN size_t kp_dirty_bytes (void);
+/* Of those, the bytes the decay may give back: all of them, but with
+   huge page advice on only those of huge pages with no unit claimed
+   (counted by whole units).  */
+KP_HIDDEN size_t kp_dirty_bytes_to_give (void);
 KP_HIDDEN size_t kp_dirty_units (void);
 /* How many times a release or a purge of units has given pages back
    to the kernel (region.c; kame_pool_trim tells from it whether its

@@ -40,49 +40,61 @@ typedef struct kp_large_header
   bool recycled;                /* from the cache: not zero-filled */
 } kp_large_header_t;
 
-/* Live mappings and their bytes, for kame_pool_get_stats: the sum of
-   these and of every heap record's large_count and large_bytes.  A
-   thread with a heap counts in its record (relaxed load and store, no
-   read-modify-write); a thread without one here.  The parts may wrap
-   below zero (a block freed by another thread than its maker's); the
-   sum, modulo SIZE_MAX + 1, is exact.  */
-static _Atomic (size_t) kp_stat_large_count;
-static _Atomic (size_t) kp_stat_large_bytes;
-/* The same for the large blocks handed out ever and their bytes (see
-   kp_heap_large_t).  */
-static _Atomic (size_t) kp_stat_large_allocs;
-static _Atomic (size_t) kp_stat_large_alloc_bytes;
+/* The large tier's counts (kp_heap_large_t) of the threads without a
+   heap; the figures are the sums of these and of every heap record's.
+   A thread with a heap counts in its record (relaxed load and store,
+   no read-modify-write); a thread without one here.  The live parts
+   may wrap below zero (a block freed by another thread than its
+   maker's); the sum, modulo SIZE_MAX + 1, is exact.  */
+static kp_heap_large_t kp_large_nobody;
 
-void
-kp_large_note (size_t blocks, size_t bytes)
+/* N more blocks and BYTES more bytes in the count WHICH of the calling
+   thread (either may be a negative change, wrapped).  */
+static void
+kp_large_add (unsigned which, size_t n, size_t bytes)
 {
   kp_heap_t *h = kp_tc.heap;
   if (kp_likely (kp_heap_live (h)))
     {
-      kp_owner_add (&h->large.allocs, blocks);
-      kp_owner_add (&h->large.alloc_bytes, bytes);
+      kp_owner_add (&h->large.pair[which].n, n);
+      kp_owner_add (&h->large.pair[which].bytes, bytes);
       return;
     }
-  atomic_fetch_add_explicit (&kp_stat_large_allocs, blocks,
+  atomic_fetch_add_explicit (&kp_large_nobody.pair[which].n, n,
                              memory_order_relaxed);
-  atomic_fetch_add_explicit (&kp_stat_large_alloc_bytes, bytes,
+  atomic_fetch_add_explicit (&kp_large_nobody.pair[which].bytes, bytes,
                              memory_order_relaxed);
+}
+
+/* The count WHICH over every thread, into *N and *BYTES.  */
+static void
+kp_large_sum (unsigned which, size_t *n, size_t *bytes)
+{
+  size_t c = atomic_load_explicit (&kp_large_nobody.pair[which].n,
+                                   memory_order_relaxed);
+  size_t b = atomic_load_explicit (&kp_large_nobody.pair[which].bytes,
+                                   memory_order_relaxed);
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      c += atomic_load_explicit (&h->large.pair[which].n,
+                                 memory_order_relaxed);
+      b += atomic_load_explicit (&h->large.pair[which].bytes,
+                                 memory_order_relaxed);
+    }
+  *n = c;
+  *bytes = b;
+}
+
+void
+kp_large_note (size_t blocks, size_t bytes)
+{
+  kp_large_add (KP_LARGE_OUT, blocks, bytes);
 }
 
 void
 kp_large_totals (size_t *allocs, size_t *bytes)
 {
-  size_t a = atomic_load_explicit (&kp_stat_large_allocs,
-                                   memory_order_relaxed);
-  size_t b = atomic_load_explicit (&kp_stat_large_alloc_bytes,
-                                   memory_order_relaxed);
-  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
-    {
-      a += atomic_load_explicit (&h->large.allocs, memory_order_relaxed);
-      b += atomic_load_explicit (&h->large.alloc_bytes, memory_order_relaxed);
-    }
-  *allocs = a;
-  *bytes = b;
+  kp_large_sum (KP_LARGE_OUT, allocs, bytes);
 }
 
 /* COUNT more live mappings and BYTES more of their bytes (either may
@@ -94,34 +106,15 @@ kp_large_stat (size_t count, size_t bytes)
   kp_footprint_add (bytes);
   if ((ptrdiff_t) bytes > 0)
     kp_large_note ((ptrdiff_t) count > 0 ? count : 0, bytes);
-  kp_heap_t *h = kp_tc.heap;
-  if (kp_likely (kp_heap_live (h)))
-    {
-      kp_owner_add (&h->large.count, count);
-      kp_owner_add (&h->large.bytes, bytes);
-      return;
-    }
-  atomic_fetch_add_explicit (&kp_stat_large_count, count,
-                             memory_order_relaxed);
-  atomic_fetch_add_explicit (&kp_stat_large_bytes, bytes,
-                             memory_order_relaxed);
+  kp_large_add (KP_LARGE_LIVE, count, bytes);
 }
 
 void
 kp_large_stats (size_t *count, size_t *bytes)
 {
-  size_t c = atomic_load_explicit (&kp_stat_large_count,
-                                   memory_order_relaxed);
-  size_t b = atomic_load_explicit (&kp_stat_large_bytes,
-                                   memory_order_relaxed);
-  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
-    {
-      c += atomic_load_explicit (&h->large.count, memory_order_relaxed);
-      b += atomic_load_explicit (&h->large.bytes, memory_order_relaxed);
-    }
-  *count = c;
-  *bytes = b;
+  kp_large_sum (KP_LARGE_LIVE, count, bytes);
 }
+
 /* C is a cached dedicated chunk, held by this thread alone: keep its
    first UNITS units and make the others a cached chunk of their own,
    returned, so that a bigger cached chunk serves a smaller request

@@ -80,7 +80,7 @@ kp_purge_register (unsigned slot, const kp_purge_upper_t *upper)
 static bool
 kp_purge_has_work (void)
 {
-  if (kp_dirty_bytes () > KP_DIRTY_KEEP)
+  if (kp_dirty_bytes_to_give () > KP_DIRTY_KEEP)
     return true;
   for (unsigned i = 0; i < KP_PURGE_UPPERS; i++)
     {

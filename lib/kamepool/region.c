@@ -188,6 +188,32 @@ kp_units_discard (kp_region_t *r, unsigned base, unsigned units)
   atomic_fetch_add_explicit (&kp_discard_count, 1, memory_order_relaxed);
 }
 
+/* Give back the huge page of the units GM of claim word W of R, whose
+   claim bits the caller holds, in one call; GONE are those of them that
+   were resident (their dirty bits, cleared by the caller): they leave
+   the free units' count and are marked given back.  Their pages.  */
+static size_t
+kp_units_discard_huge (kp_region_t *r, unsigned w, uint64_t gm,
+                       uint64_t gone)
+{
+  unsigned base = w * 64 + (unsigned) __builtin_ctzll (gm);
+  unsigned units = (unsigned) __builtin_popcountll (gm);
+  size_t pages = 0;
+  for (uint64_t m = gone; m != 0; m &= m - 1)
+    {
+      unsigned u = w * 64 + (unsigned) __builtin_ctzll (m);
+      pages += r->rpages[u];
+      r->rpages[u] = 0;
+    }
+  atomic_fetch_sub_explicit (&kp_dirty_count, pages << kp_page_shift (),
+                             memory_order_relaxed);
+  kp_os_discard ((char *) r + ((size_t) base << KP_UNIT_SHIFT),
+                 (size_t) units << KP_UNIT_SHIFT);
+  atomic_fetch_or_explicit (&r->discarded[w], gone, memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_discard_count, 1, memory_order_relaxed);
+  return pages;
+}
+
 kp_region_t *
 kp_region_first (void)
 {
@@ -265,6 +291,29 @@ kp_free_dirty (kp_region_t *r, unsigned w, uint64_t *claim)
 {
   *claim = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
   return atomic_load_explicit (&r->dirty[w], memory_order_relaxed) & ~*claim;
+}
+
+size_t
+kp_dirty_bytes_to_give (void)
+{
+  size_t all = kp_dirty_bytes ();
+  if (all <= KP_DIRTY_KEEP || kp_thp_policy_now () != KAME_POOL_THP_ALWAYS)
+    return all;
+  /* Whole huge pages only: the free units resident in those that hold
+     no claimed unit, a unit's worth each (an upper bound).  */
+  const uint64_t g = ((uint64_t) 1 << KP_HUGE_UNITS) - 1;
+  size_t units = 0;
+  KP_FOR_EACH_REGION (r)
+    for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+      {
+        uint64_t claim, d = kp_free_dirty (r, w, &claim);
+        if (w == 0)
+          claim &= ~(uint64_t) 1;       /* see kp_huge_group_free */
+        for (unsigned k = 0; d != 0 && k < 64; k += KP_HUGE_UNITS)
+          if ((claim & (g << k)) == 0)
+            units += (size_t) __builtin_popcountll (d & (g << k));
+      }
+  return units << KP_UNIT_SHIFT;
 }
 
 /* Set the claim bits BITS of word W of R with one CAS (acquire),
@@ -561,17 +610,44 @@ kp_units_extend (kp_chunk_t *c, unsigned units)
   return true;
 }
 
+/* With huge page advice on, in the bits M of free units of claim word
+   W of R that are resident and old enough (of ALL, those resident), the
+   first group of KP_HUGE_UNITS units (a huge page) with no unit claimed
+   (CLAIM) and no resident one too young: its mask, or 0.  Unit 0, the
+   metadata, is not advised (kp_thp_advise_region), so the first huge
+   page of a region is never one: its claim does not count, and the
+   group's mask leaves it out.  */
+static uint64_t
+kp_huge_group_free (unsigned w, uint64_t m, uint64_t all, uint64_t claim)
+{
+  if (w == 0)
+    claim &= ~(uint64_t) 1;
+  const uint64_t g = ((uint64_t) 1 << KP_HUGE_UNITS) - 1;
+  for (unsigned k = 0; k < 64; k += KP_HUGE_UNITS)
+    {
+      uint64_t gm = g << k;
+      if ((m & gm) != 0 && (claim & gm) == 0 && (all & gm & ~m) == 0)
+        return w == 0 && k == 0 ? gm & ~(uint64_t) 1 : gm;
+    }
+  return 0;
+}
+
 /* Give the pages of free, resident units back to the kernel (with
    AGE, only those released at least AGE ms before NOW) until at most
    KEEP bytes of them remain.  Each unit is claimed for
    the moment (so no one else can take it while its pages go),
-   discarded and released.  The pages given back; *CALLS counts the
-   discards.  */
+   discarded and released.  With huge page advice on and an AGE (the
+   decay's and a release's purges, not a trim's), only whole huge
+   pages go, each in one call, where all its units are free and those
+   resident old enough: giving back part of a huge page splits it, and
+   the units left in it are as likely to be claimed again as to go.
+   The pages given back; *CALLS counts the discards.  */
 static size_t
 kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
                       size_t *calls)
 {
   size_t pages = 0;
+  bool whole = age != 0 && kp_thp_policy_now () == KAME_POOL_THP_ALWAYS;
   KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
@@ -579,7 +655,7 @@ kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
           if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
               <= keep)
             return pages;
-          uint64_t v, d = kp_free_dirty (r, w, &v);
+          uint64_t v, d = kp_free_dirty (r, w, &v), all = d;
           if (age != 0)
             for (uint64_t m = d; m != 0; m &= m - 1)
               {
@@ -588,6 +664,22 @@ kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
                                                 memory_order_relaxed) < age)
                   d &= ~(m & -m);
               }
+          if (whole && d != 0)
+            {
+              uint64_t gm = kp_huge_group_free (w, d, all, v);
+              if (gm == 0)
+                break;
+              if (!kp_claim_bits (r, w, gm))
+                continue;
+              uint64_t gone = atomic_fetch_and_explicit (&r->dirty[w], ~gm,
+                                                         memory_order_relaxed)
+                              & gm;
+              pages += kp_units_discard_huge (r, w, gm, gone);
+              ++*calls;
+              atomic_fetch_and_explicit (&r->claim[w], ~gm,
+                                         memory_order_release);
+              continue;
+            }
           if (d == 0)
             break;
           uint64_t bit = d & -d;

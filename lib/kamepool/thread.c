@@ -22,14 +22,15 @@ kp_chunk_t kp_empty_chunk;
   KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_1, \
   KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
 
-_Static_assert (KP_NCLASS == 69, "the initialiser below lists 69 classes");
+_Static_assert (KP_NCLASS == 79, "the initialiser below lists 79 classes");
 
 /* The thread cache.  It starts pointing at sentinels, so neither path
    tests for "not initialised": the first malloc finds an empty free
    list, the first free finds no owner, and both reach a slow path.  */
 __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
   .heap = &kp_heap_none,
-  .active = { KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23 }
+  .active = { KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23,
+  KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5 }
 };
 
 /* The sentinel heaps stay all zero: nothing is ever stored in them

@@ -525,10 +525,11 @@ KT_TEST (a_list_freed_in_order_keeps_only_the_active_chunk)
 }
 
 /* The classes between 4 KiB and 32 KiB that are not powers of two are
-   64 bytes more than a multiple of 1 KiB, so that their blocks' first
-   lines fall at different offsets in a page (and so in different sets
-   of the caches): 32 blocks of a class nobody used yet, all in its
-   first chunk, start at 32 different line offsets.  The powers of two
+   odd multiples of 64 bytes (64 more than a multiple of 128), so that
+   their blocks' first lines fall at different offsets in a page (and
+   so in different sets of the caches): 32 blocks of a class nobody
+   used yet, all in its first chunk, start at 32 different line
+   offsets.  The powers of two
    keep their natural alignment: every block starts a page.  */
 KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
 {
@@ -539,9 +540,8 @@ KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
       if (size <= 4096 || size > 32768)
         continue;
       bool pow2 = (size & (size - 1)) == 0;
-      if (!pow2 && size % KIB != 64)
-        KT_FAILF ("class %zu is not 64 bytes over a multiple of 1 KiB",
-                  size);
+      if (!pow2 && size % 128 != 64)
+        KT_FAILF ("class %zu is not an odd multiple of 64 bytes", size);
       void *p[N];
       bool seen[64] = { false };
       size_t offsets = 0;

@@ -455,13 +455,6 @@ kp_chunk_used (const kp_chunk_t *c)
   return c->used & ~KP_USED_ACTIVE;
 }
 
-/* Is C its owner's active chunk of its class?  */
-KP_INLINE bool
-kp_chunk_is_active (const kp_chunk_t *c)
-{
-  return (c->used & KP_USED_ACTIVE) != 0;
-}
-
 KP_INLINE void
 kp_chunk_set_active (kp_chunk_t *c, bool on)
 {
@@ -936,15 +929,16 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 
    Every malloc counts its bytes down in the calling thread's
    kp_tc.prof_left; the one that takes it below zero (its sign bit
-   set) calls
-   kp_malloc_sample (alloc.c), which looks at kp_sample_state.  Until
-   the process has read its settings (UNSET), it leaves the countdown
+   set) calls kp_malloc_sample (alloc.c), which looks at
+   kp_sample_state.  Before the process has read its settings (no
+   DECIDED bit), it initialises the process first, and when it cannot
+   yet (a malloc made by the initialisation) it leaves the countdown
    at 0, so that the thread's next malloc comes back; with no sampling
    on (DECIDED alone), it sets the countdown to KP_SAMPLE_NEVER; with
    the heap profile on (PROF), the profiler draws the next gap and
    takes the sample.  malloc thus runs the same instructions whether
    sampling is on or off: one subtraction from a thread-local and a
-   branch on its borrow.  kp_sample_state is written by
+   branch on the sign of the result.  kp_sample_state is written by
    kp_process_init alone, with release (kp_prof_init, then
    kp_sample_decide), after what the samplers read; read with acquire
    by kp_malloc_sample, relaxed by the callers that only ask whether

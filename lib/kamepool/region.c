@@ -67,6 +67,7 @@ static _Atomic (size_t) kp_dirty_count;
    recent peak.  Relaxed, and the peak's update a load and a store (a
    lost update only moves a budget).  */
 static _Atomic (size_t) kp_claimed_units;
+static _Atomic (size_t) kp_claimed_peak;
 
 /* The footprint: the units claimed (KP_UNIT_SIZE bytes each) and the
    bytes of the live large mappings (kp_footprint_add, from large.c).
@@ -122,7 +123,6 @@ kp_footprint_peak_bytes (void)
 {
   return atomic_load_explicit (&kp_footprint_peak, memory_order_relaxed);
 }
-static _Atomic (size_t) kp_claimed_peak;
 
 /* Free units claimed again whose pages a discard had given back
    (DISCARDED in the region; kp_claim_won counts them): each faults its

@@ -25,13 +25,6 @@ _Static_assert (KAME_POOL_STATS_CLASSES >= KP_NCLASS,
 /* Rows of CLASSES in the version 3 layout.  */
 #define KP_STATS_CLASSES_V3 64
 
-/* The version 3 fields, with ROWS rows of CLASSES (the caller's
-   layout's; the totals count every class).  The owner-private fields of the descriptors
-   (used, bump, purged) are read without synchronisation, through
-   relaxed atomic loads of plain objects: while other threads allocate
-   the figures are a close approximation, and ThreadSanitizer is told
-   not to instrument this reader, whose races are deliberate.  With no
-   other thread allocating they are exact.  */
 /* Blocks handed out ever and their bytes, and the blocks live now
    (the totals of version 6), as kp_stats_small sums them.  */
 typedef struct kp_stats_totals
@@ -39,9 +32,19 @@ typedef struct kp_stats_totals
   uint64_t blocks, bytes, live_blocks;
 } kp_stats_totals_t;
 
+/* The version 3 fields, with ROWS rows of CLASSES (the caller's
+   layout's; the totals count every class), and the small blocks'
+   part of version 6's in *TOTALS.  The owner-private fields of the
+   descriptors (used, pops, bump, purged) are read without
+   synchronisation, through relaxed atomic loads of plain objects:
+   while other threads allocate the figures are a close approximation,
+   and ThreadSanitizer is told not to instrument this reader, whose
+   races are deliberate.  With no other thread allocating they are
+   exact.  */
 __attribute__ ((__no_sanitize__ ("thread")))
 static void
-kp_stats_small (kame_pool_stats_t *s, unsigned rows, kp_stats_totals_t *totals)
+kp_stats_small (kame_pool_stats_t *s, unsigned rows,
+                kp_stats_totals_t *totals)
 {
   size_t page = kp_os_page_size ();
   kame_pool_class_stats_t k[KP_NCLASS];
@@ -105,15 +108,14 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows, kp_stats_totals_t *totals)
     }
   s->small_free_bytes = s->small_resident_bytes > s->small_live_bytes
                         ? s->small_resident_bytes - s->small_live_bytes : 0;
-  if (totals != NULL)
-    for (unsigned cls = 0; cls < KP_NCLASS; cls++)
-      {
-        uint64_t n = pops[cls] + atomic_load_explicit (&kp_small_pops[cls],
-                                                       memory_order_relaxed);
-        totals->blocks += n;
-        totals->bytes += n * kp_class_size[cls];
-        totals->live_blocks += k[cls].live_blocks;
-      }
+  for (unsigned cls = 0; cls < KP_NCLASS; cls++)
+    {
+      uint64_t n = pops[cls] + atomic_load_explicit (&kp_small_pops[cls],
+                                                     memory_order_relaxed);
+      totals->blocks += n;
+      totals->bytes += n * kp_class_size[cls];
+      totals->live_blocks += k[cls].live_blocks;
+    }
   s->purged_bytes = purged;
   s->dirty_bytes = kp_dirty_bytes ();
   s->abandoned_chunks = abandoned;

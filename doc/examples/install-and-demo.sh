@@ -10,8 +10,8 @@ sudo=
 $sudo apt-get update -q
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
   --no-install-recommends build-essential autoconf automake libtool \
-  pkg-config dejagnu libnuma-dev libunwind-dev google-perftools g++ \
-  groff mandoc man-db python3
+  pkg-config dejagnu libnuma-dev libunwind-dev google-perftools \
+  graphviz golang-go g++ groff mandoc man-db python3
 [ -x configure ] || ./bootstrap
 [ -f Makefile ] || ./configure
 make -j"$(nproc)"

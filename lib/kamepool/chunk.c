@@ -742,14 +742,12 @@ kp_abandoned_purge (kp_chunk_t *c, uint32_t now, uint32_t delay,
       kp_chunk_collect (c);
       if (c->used != 0)
         {
-          /* Not with huge page advice on: see kp_heap_decay_pass.  */
-          if (now - c->idle_since >= delay
-              && kp_thp_policy_now () != KAME_POOL_THP_ALWAYS)
+          if (now - c->idle_since >= delay)
             {
               pages = kp_chunk_purge (c, calls);
               c->decayed = true;
             }
-          else if (now - c->idle_since < delay)
+          else
             *young = true;
         }
     }

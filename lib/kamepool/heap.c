@@ -121,17 +121,13 @@ static void
 kp_heap_decay_pass (kp_heap_t *h, uint32_t now, uint32_t delay)
 {
   size_t calls = 0, pages = 0;
-  /* With huge page advice on, the pages inside chunks stay: giving
-     some back would split the huge page that holds them.  */
-  bool inside = kp_thp_policy_now () != KAME_POOL_THP_ALWAYS;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_heap_decay_active (h, cls);
       if (h->partial[cls].head == NULL)
         continue;
       kp_partial_sweep (h, cls);
-      for (kp_chunk_t *c = h->partial[cls].head; c != NULL && inside;
-           c = c->next)
+      for (kp_chunk_t *c = h->partial[cls].head; c != NULL; c = c->next)
         if (!c->decayed && now - c->idle_since >= delay)
           {
             pages += kp_chunk_purge (c, &calls);

@@ -95,8 +95,8 @@
 #define KP_UNITS 128                            /* units per region */
 #define KP_CLAIM_WORDS (KP_UNITS / 64)
 /* Units per transparent huge page (2 MiB on x86-64): with huge page
-   advice on, the decay gives back only whole ones (region.c) and no
-   pages inside chunks (heap.c, chunk.c).  */
+   advice on, the decay gives free units back only as whole ones
+   (region.c).  */
 #define KP_HUGE_UNITS 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
@@ -973,9 +973,12 @@ KP_HIDDEN void kp_prof_free (void *p);
 KP_HIDDEN size_t kp_prof_usable (const void *p);
 /* Write the profile to PATH: 0 or an errno value.  */
 KP_HIDDEN int kp_prof_dump (const char *path);
-/* The bytes the stack table maps (0 when profiling is off), and the
-   stacks it holds.  */
-KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks);
+/* The bytes of the stack table in use (0 when profiling is off); the
+   stacks it holds, the samples recorded by their innermost frame only
+   (the table past 7/8 full) and the samples not recorded (the table
+   full, no stack, or no memory for the block).  */
+KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks, size_t *shortened,
+                                      size_t *dropped);
 /* The return addresses of the calling thread's stack, innermost first,
    without this library's frames (known once kp_prof_unwind_init ran):
    at most MAX in PC, their number.  May call malloc on its first use.

@@ -23,21 +23,26 @@
    region is not a pool region to kp_free_cold, which finds these by
    the radix entry: an unsampled free pays nothing.  The runs come from
    the current region's bump pointer, or from free lists of runs of
-   the same length; a run of more than KP_PROF_REGION_RUN pages has a
-   mapping of its own, unmapped at its free.
+   the same length, whose pages stay resident up to KP_PROF_KEEP_PAGES
+   in all (beyond, a freed run's pages past its header go back to the
+   kernel); a run of more than KP_PROF_REGION_RUN pages has a mapping
+   of its own, unmapped at its free.
 
-   Stacks.  libgcc's _Unwind_Backtrace walks the caller's stack through
-   the .eh_frame tables, so it works in programs built without frame
-   pointers (doc/kamepool-design.md says why this unwinder).  It may
-   call malloc on its first use; kp_tc.prof_busy makes such calls, and
+   Stacks.  libunwind's unw_backtrace (when configure finds libunwind,
+   --with-libunwind), else libgcc's _Unwind_Backtrace, walks the
+   caller's stack through the .eh_frame tables, so it works in programs
+   built without frame pointers (doc/kamepool-design.md says why these
+   unwinders, and what each costs).  Either may call malloc on its
+   first use; kp_tc.prof_busy makes such calls, and
    any other malloc made while the thread is in here, unsampled.  The
    frames of this library (and of its caller's malloc) are dropped from
    the top.  Identical stacks share one record: an open-addressing
    table of indices into an array of records, both mapped at start-up
    from the OS (never from the heap it profiles), bounded by
    KP_PROF_STACKS; when the table is 7/8 full, a new stack is recorded
-   by its innermost frame only, and a sample that finds no room at all
-   is not taken (counted in kp_prof_dropped).
+   by its innermost frame only (counted in kp_prof_short), and a
+   sample that finds no room at all is not taken (counted in
+   kp_prof_dropped).
 
    Locking.  Everything here but the countdown is under kp_prof_lock:
    the stack records and their counts, the runs, the headers of the
@@ -79,6 +84,9 @@ _Atomic (unsigned) kp_sample_state;
 /* Free lists of runs: one per length up to KP_PROF_LISTS pages, and
    one for the longer runs.  */
 #define KP_PROF_LISTS 64
+/* The pages past their headers that the free runs may keep resident,
+   all lists together; a run freed beyond it gives them back.  */
+#define KP_PROF_KEEP_PAGES 256
 
 typedef struct kp_prof_stack
 {
@@ -113,9 +121,13 @@ static uintptr_t kp_prof_text_lo, kp_prof_text_hi;
 static uint32_t *kp_prof_index;          /* KP_PROF_SLOTS, 0: empty */
 static kp_prof_stack_t *kp_prof_stacks;  /* record I + 1 of the index */
 static uint32_t kp_prof_nstacks;
-static size_t kp_prof_dropped;
+static size_t kp_prof_dropped;          /* samples not recorded */
+static size_t kp_prof_short;            /* recorded by innermost frame */
 static char *kp_prof_bump, *kp_prof_end;
-static kp_prof_block_t *kp_prof_runs[KP_PROF_LISTS + 1];
+/* The free runs by length: [0] those whose pages are resident, taken
+   first, [1] those that gave them back.  */
+static kp_prof_block_t *kp_prof_runs[2][KP_PROF_LISTS + 1];
+static size_t kp_prof_kept;     /* pages past the headers in [0] */
 /* The sampled blocks handed out ever and live now, with their usable
    bytes: written under the lock, read relaxed by the statistics
    (kp_prof_blocks), which take no lock.  */
@@ -357,14 +369,17 @@ kp_prof_run_take (size_t pages)
      list when it has one of at most twice the length (no splitting:
      the long runs are the rare large samples).  */
   size_t l = pages <= KP_PROF_LISTS ? pages : 0;
-  for (kp_prof_block_t **pp = &kp_prof_runs[l]; *pp != NULL;
-       pp = &(*pp)->next)
-    if ((*pp)->pages >= pages && (*pp)->pages <= 2 * pages)
-      {
-        b = *pp;
-        *pp = b->next;
-        return b;
-      }
+  for (int k = 0; k < 2; k++)
+    for (kp_prof_block_t **pp = &kp_prof_runs[k][l]; *pp != NULL;
+         pp = &(*pp)->next)
+      if ((*pp)->pages >= pages && (*pp)->pages <= 2 * pages)
+        {
+          b = *pp;
+          *pp = b->next;
+          if (k == 0)
+            kp_prof_kept -= b->pages - 1;
+          return b;
+        }
   if (kp_prof_bump == NULL || (size_t) (kp_prof_end - kp_prof_bump) < bytes)
     {
       /* The rest of the old region is given up: at most a quarter of
@@ -396,13 +411,21 @@ kp_prof_run_give (kp_prof_block_t *b)
       kp_os_unmap (b, map);
       return;
     }
-  /* The pages past the header go back to the kernel: a freed run may
-     wait long for a sample of its length.  */
-  if (b->pages > 1)
-    kp_os_discard ((char *) b + KP_PAGE, (b->pages - 1) * KP_PAGE);
+  /* The pages past the header stay, while the free runs keep at most
+     KP_PROF_KEEP_PAGES, for the next sample of this length: a program
+     that allocates and frees blocks of one size then makes no system
+     call and takes no fault for its samples.  Past that they go back
+     to the kernel: a freed run may wait long for a sample of its
+     length.  */
+  size_t rest = b->pages - 1;
+  int k = rest > KP_PROF_KEEP_PAGES - kp_prof_kept;
+  if (k == 0)
+    kp_prof_kept += rest;
+  else
+    kp_os_discard ((char *) b + KP_PAGE, rest * KP_PAGE);
   size_t l = b->pages <= KP_PROF_LISTS ? b->pages : 0;
-  b->next = kp_prof_runs[l];
-  kp_prof_runs[l] = b;
+  b->next = kp_prof_runs[k][l];
+  kp_prof_runs[k][l] = b;
 }
 
 /* ---- malloc and free ----------------------------------------------------- */
@@ -450,7 +473,10 @@ kp_prof_sample (size_t n)
       s = kp_prof_stack_find (pc, depth,
                               kp_prof_nstacks < KP_PROF_STACKS / 8 * 7);
       if (s == NULL)
-        s = kp_prof_stack_find (pc, 1, true);
+        {
+          s = kp_prof_stack_find (pc, 1, true);
+          kp_prof_short += s != NULL && depth > 1;
+        }
     }
   kp_prof_block_t *b = NULL;
   if (s != NULL)
@@ -726,15 +752,17 @@ kp_prof_dump (const char *path)
 }
 
 size_t
-kp_prof_table_bytes (size_t *stacks)
+kp_prof_table_bytes (size_t *stacks, size_t *shortened, size_t *dropped)
 {
   if (!kp_prof_on ())
     {
-      *stacks = 0;
+      *stacks = *shortened = *dropped = 0;
       return 0;
     }
   pthread_mutex_lock (&kp_prof_lock);
   *stacks = kp_prof_nstacks;
+  *shortened = kp_prof_short;
+  *dropped = kp_prof_dropped;
   size_t bytes = kp_round_up (KP_PROF_SLOTS * sizeof (uint32_t), KP_PAGE)
                  + kp_round_up (kp_prof_nstacks * sizeof (kp_prof_stack_t),
                                 KP_PAGE);

@@ -373,11 +373,14 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->guard_slots, s->guard_slots_used, s->guard_allocs,
             s->guard_reports);
   kp_line_add (l, buf);
-  size_t stacks, table = kp_prof_table_bytes (&stacks);
+  size_t stacks, shortened, dropped;
+  size_t table = kp_prof_table_bytes (&stacks, &shortened, &dropped);
   if (table != 0)
     {
       snprintf (buf, sizeof buf, "kamepool: heap profile: %zu stacks in "
-                "%zu KiB of stack table\n", stacks, table >> 10);
+                "%zu KiB of stack table; %zu samples by their innermost "
+                "frame only, %zu not recorded\n", stacks, table >> 10,
+                shortened, dropped);
       kp_line_add (l, buf);
     }
   kp_line_add (l, "kamepool: class    size  chunks  live-blocks  "

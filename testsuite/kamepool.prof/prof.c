@@ -101,6 +101,89 @@ work_two_sizes (void)
     keep (site_big (16384));
 }
 
+/* The full table.  A binary recursion 15 calls deep, through deep_a or
+   deep_b at each level, reaches site_deep by 32768 distinct stacks (the
+   options above keep the two from being merged or their calls from
+   being jumps); 4096 functions leaf_N call malloc from as many
+   distinct places.  */
+static __attribute__ ((noinline, noclone)) void *
+site_deep (size_t n)
+{
+  return kame_pool_malloc (n);
+}
+
+static void dump_or_say (const char *path);
+static void deep_a (int level, unsigned path);
+static void deep_b (int level, unsigned path);
+
+static __attribute__ ((noinline, noclone)) void
+deep_next (int level, unsigned path)
+{
+  if (level == 0)
+    {
+      char *p = site_deep (3001);
+      if (p == NULL)
+        _exit (1);
+      p[3000] = 1;
+      kame_pool_free (p);
+    }
+  else if (path & 1)
+    deep_a (level - 1, path >> 1);
+  else
+    deep_b (level - 1, path >> 1);
+}
+
+static __attribute__ ((noinline, noclone)) void
+deep_a (int level, unsigned path)
+{
+  deep_next (level, path);
+}
+
+static __attribute__ ((noinline, noclone)) void
+deep_b (int level, unsigned path)
+{
+  deep_next (level, path);
+}
+
+#define LEAF(i)                                                         \
+  static __attribute__ ((noinline, noclone)) void *                     \
+  leaf_##i (size_t n)                                                   \
+  {                                                                     \
+    return kame_pool_malloc (n);                                        \
+  }
+#define LEAF4(i) LEAF (i##0) LEAF (i##1) LEAF (i##2) LEAF (i##3)
+#define LEAF16(i) LEAF4 (i##0) LEAF4 (i##1) LEAF4 (i##2) LEAF4 (i##3)
+#define LEAF64(i) LEAF16 (i##0) LEAF16 (i##1) LEAF16 (i##2) LEAF16 (i##3)
+#define LEAF256(i) LEAF64 (i##0) LEAF64 (i##1) LEAF64 (i##2) LEAF64 (i##3)
+#define LEAF1K(i) LEAF256 (i##0) LEAF256 (i##1) LEAF256 (i##2) LEAF256 (i##3)
+LEAF1K (0) LEAF1K (1) LEAF1K (2) LEAF1K (3)
+#define NAME(i) leaf_##i,
+#define NAME4(i) NAME (i##0) NAME (i##1) NAME (i##2) NAME (i##3)
+#define NAME16(i) NAME4 (i##0) NAME4 (i##1) NAME4 (i##2) NAME4 (i##3)
+#define NAME64(i) NAME16 (i##0) NAME16 (i##1) NAME16 (i##2) NAME16 (i##3)
+#define NAME256(i) NAME64 (i##0) NAME64 (i##1) NAME64 (i##2) NAME64 (i##3)
+#define NAME1K(i) NAME256 (i##0) NAME256 (i##1) NAME256 (i##2) NAME256 (i##3)
+static void *(*const leaves[4096]) (size_t) = {
+  NAME1K (0) NAME1K (1) NAME1K (2) NAME1K (3)
+};
+
+static void
+work_full_table (void)
+{
+  dump_or_say ("before.heap");
+  for (unsigned path = 0; path < 32768; path++)
+    deep_next (15, path);
+  for (int i = 0; i < 4096; i++)
+    {
+      char *p = leaves[i] (3002);
+      if (p == NULL)
+        _exit (1);
+      p[3001] = 1;
+      kame_pool_free (p);
+    }
+  dump_or_say ("after.heap");
+}
+
 static void *
 thread_work (void *arg)
 {
@@ -143,6 +226,8 @@ prof_child (void)
     work_three_sites ();
   else if (strcmp (mode, "two_sizes") == 0)
     work_two_sizes ();
+  else if (strcmp (mode, "full_table") == 0)
+    work_full_table ();
   else if (strcmp (mode, "errors") == 0)
     {
       int e = errno = 1234;
@@ -213,6 +298,41 @@ prof_child (void)
         keep (site_big (1555));
       dump_or_say ("parent.heap");
     }
+  else if (strcmp (mode, "reuse") == 0)
+    {
+      /* Every block sampled (KAME_POOL_PROF_SAMPLE=1).  300 blocks of
+         5000 bytes, each a run of 2 pages (the header's and one more),
+         freed: the free runs then keep 256 pages past their headers,
+         whatever they kept before.  Then a block of 5000 bytes made
+         and freed 1000 times, and one of 64 KiB (a run of 17 pages)
+         100 times.  */
+      static void *p[300];
+      for (int i = 0; i < 300; i++)
+        if ((p[i] = site_small (5000)) == NULL)
+          _exit (1);
+      for (int i = 0; i < 300; i++)
+        kame_pool_free (p[i]);
+      size_t c0 = kt_pool_stats ().discard_calls;
+      for (int i = 0; i < 1000; i++)
+        {
+          char *q = site_small (5000);
+          if (q == NULL)
+            _exit (1);
+          q[4999] = 1;
+          kame_pool_free (q);
+        }
+      size_t c1 = kt_pool_stats ().discard_calls;
+      for (int i = 0; i < 100; i++)
+        {
+          char *q = site_big (65536);
+          if (q == NULL)
+            _exit (1);
+          q[65535] = 1;
+          kame_pool_free (q);
+        }
+      size_t c2 = kt_pool_stats ().discard_calls;
+      printf ("given back %zu, then %zu\n", c1 - c0, c2 - c1);
+    }
   else if (strcmp (mode, "closed_stderr") == 0)
     {
       close (2);
@@ -222,6 +342,13 @@ prof_child (void)
   else if (strcmp (mode, "exit") == 0)
     for (int i = 0; i < 10; i++)
       keep (site_small (777));
+  else if (strcmp (mode, "exit_churn") == 0)
+    {
+      for (int i = 0; i < 10; i++)
+        keep (site_small (777));
+      for (int i = 0; i < 5; i++)
+        kame_pool_free (site_churn (2000));
+    }
   exit (0);
 }
 
@@ -429,6 +556,104 @@ KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
   KT_CHECK (churn_in == 0);
 }
 
+/* The output of COMMAND, whose words are ARGV (none quoted: the test's
+   own paths), in TEXT; false unless it exits with 0 and says
+   something.  */
+static bool
+run_reader (const char *const argv[], char *text, size_t size)
+{
+  char cmd[8192];
+  size_t len = 0;
+  for (int i = 0; argv[i] != NULL; i++)
+    len += (size_t) snprintf (cmd + len, sizeof cmd - len, "'%s' ",
+                              argv[i]);
+  snprintf (cmd + len, sizeof cmd - len, "2>/dev/null");
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return false;
+  size_t n = fread (text, 1, size - 1, f);
+  text[n] = '\0';
+  return pclose (f) == 0 && n > 0;
+}
+
+/* The exit profile of workload MODE, every block sampled, in PATH:
+   "exit" keeps the 10 blocks of 777 bytes that site_small makes,
+   "exit_churn" also makes and frees 5 of 2000 bytes at site_churn.  */
+static bool
+exit_profile (const char *mode, char *path, size_t size)
+{
+  pid_t pid;
+  if (!run_child (mode, true, "1", out, sizeof out, err, sizeof err,
+                  &pid))
+    return false;
+  snprintf (path, size, "%s/p.%d.heap", workdir, (int) pid);
+  return true;
+}
+
+/* google-pprof draws the call graph (with graphviz's dot) and names the
+   allocating function in it.  */
+KT_TEST (google_pprof_draws_the_profile_as_svg)
+{
+  NEED_PROGRAM (pprof, "google-pprof");
+  NEED_PROGRAM (dot, "dot");
+  SCRATCH_DIR ();
+  char path[4200], exe[4096];
+  KT_CHECK (exit_profile ("exit", path, sizeof path));
+  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  KT_CHECK (n > 0);
+  exe[n] = '\0';
+  static char svg[1 << 20];
+  const char *argv[] = { pprof, "--svg", exe, path, NULL };
+  KT_CHECK (run_reader (argv, svg, sizeof svg));
+  KT_CHECK (strstr (svg, "<svg") != NULL);
+  KT_CHECK (strstr (svg, "</svg>") != NULL);
+  KT_CHECK (strstr (svg, ">site_small<") != NULL);
+}
+
+/* The flat bytes of FUNCTION in the output TEXT of go tool pprof -text
+   -unit=B (a line "  7770B 91.52% 91.52%  7770B 91.52%  site_small");
+   -1 when it is not listed.  */
+static long long
+go_pprof_flat (const char *text, const char *function)
+{
+  char name[128];
+  snprintf (name, sizeof name, "  %s\n", function);
+  const char *at = strstr (text, name);
+  if (at == NULL)
+    return -1;
+  while (at > text && at[-1] != '\n')
+    at--;
+  char *end;
+  long long v = strtoll (at, &end, 10);
+  return *end == 'B' ? v : -1;
+}
+
+/* Go's pprof reads gperftools' heap profile too: the functions and
+   their bytes, in use and allocated, to the byte (every block
+   sampled).  Go's reader offers the allocated counts only when they
+   differ from those in use: site_churn frees what it makes.  */
+KT_TEST (go_pprof_reads_the_function_and_its_bytes)
+{
+  NEED_PROGRAM (go, "go");
+  SCRATCH_DIR ();
+  char path[4200], exe[4096];
+  KT_CHECK (exit_profile ("exit_churn", path, sizeof path));
+  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  KT_CHECK (n > 0);
+  exe[n] = '\0';
+  static char text[1 << 16];
+  const char *inuse[] = { go, "tool", "pprof", "-text", "-unit=B",
+                          "-sample_index=inuse_space", exe, path, NULL };
+  KT_CHECK (run_reader (inuse, text, sizeof text));
+  KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+  KT_CHECK_EQ (go_pprof_flat (text, "site_churn"), -1);
+  const char *alloc[] = { go, "tool", "pprof", "-text", "-unit=B",
+                          "-sample_index=alloc_space", exe, path, NULL };
+  KT_CHECK (run_reader (alloc, text, sizeof text));
+  KT_CHECK_EQ (go_pprof_flat (text, "site_small"), 7770);
+  KT_CHECK_EQ (go_pprof_flat (text, "site_churn"), 10000);
+}
+
 KT_TEST (dump_answers_einval_when_off_and_the_errors_of_the_file)
 {
   SCRATCH_DIR ();
@@ -507,6 +732,125 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
   KT_CHECK_EQ (child_n.alloc_n, 3);
 }
 
+/* Freed runs keep their pages, up to 256 pages past their headers in
+   all: with the free runs at that bound, a block made and freed again
+   and again takes a kept run of its length and keeps it again, with no
+   system call; a block whose run would go past the bound gives its
+   pages back at its free, with one madvise.  */
+KT_TEST (freed_sampled_runs_keep_their_pages_up_to_a_bound)
+{
+  SCRATCH_DIR ();
+  /* No purge of the pool's own pages in between (there are none to
+     purge: every block is sampled).  */
+  setenv ("KAME_POOL_BACKGROUND_PURGE", "0", 1);
+  bool ran = run_child ("reuse", true, "1", out, sizeof out, err,
+                        sizeof err, NULL);
+  unsetenv ("KAME_POOL_BACKGROUND_PURGE");
+  KT_CHECK (ran);
+  KT_CHECK_STR_EQ (out, "given back 0, then 100\n");
+}
+
+/* The stack lines of a profile: how many, and of those whose blocks
+   have SIZE bytes, how many have one frame, how many more, and their
+   allocated blocks.  */
+typedef struct table_scan
+{
+  unsigned long lines, one_frame, deeper;
+  unsigned long long alloc_n;
+} table_scan_t;
+
+static bool
+scan_table (const char *path, unsigned long long size, table_scan_t *t)
+{
+  FILE *f = fopen (path, "r");
+  if (f == NULL)
+    return false;
+  static char line[8192];
+  memset (t, 0, sizeof *t);
+  bool ok = fgets (line, sizeof line, f) != NULL
+            && strncmp (line, "heap profile: ", 14) == 0;
+  while (ok && fgets (line, sizeof line, f) != NULL
+         && strcmp (line, "\n") != 0)
+    {
+      counts_t c;
+      if (sscanf (line, "%llu: %llu [%llu: %llu] @ 0x", &c.live_n,
+                  &c.live_b, &c.alloc_n, &c.alloc_b) != 4)
+        {
+          ok = false;
+          break;
+        }
+      t->lines++;
+      if (c.alloc_n == 0 || c.alloc_b != c.alloc_n * size)
+        continue;
+      int frames = 0;
+      for (const char *at = line; (at = strstr (at, " 0x")) != NULL; at++)
+        frames++;
+      if (frames == 1)
+        t->one_frame++;
+      else
+        t->deeper++;
+      t->alloc_n += c.alloc_n;
+    }
+  fclose (f);
+  return ok;
+}
+
+/* A program with more stacks than the table holds (16384 records)
+   goes on, and its profile says what was kept.  Every block sampled;
+   B records are in use before the workload.  Its 32768 stacks of
+   site_deep take the records up to 7/8 of the table (14336): 14336 - B
+   of them are recorded whole, the others by their innermost frame,
+   one record for them all.  Then its 4096 leaves each need a record
+   of their own, by their innermost frame: the 2047 left are taken,
+   and the 2049 other samples are not recorded (the blocks are served
+   unsampled).  The table's size is the index (32768 slots of 4 bytes)
+   and the records in use (16384 of 560 bytes): 9088 KiB.  */
+KT_TEST (a_full_stack_table_keeps_the_program_going_and_says_so)
+{
+  SCRATCH_DIR ();
+  setenv ("KAME_POOL_STATS", "1", 1);
+  bool ran = run_child ("full_table", true, "1", out, sizeof out, err,
+                        sizeof err, NULL);
+  unsetenv ("KAME_POOL_STATS");
+  KT_CHECK (ran);
+  KT_CHECK_STR_EQ (out, "");
+  char path[4200];
+  table_scan_t before, deep, leaf;
+  snprintf (path, sizeof path, "%s/before.heap", workdir);
+  KT_CHECK (scan_table (path, 3001, &before));
+  unsigned long b = before.lines;
+  KT_CHECK (b < 14336);
+  snprintf (path, sizeof path, "%s/after.heap", workdir);
+  KT_CHECK (scan_table (path, 3001, &deep));
+  KT_CHECK (scan_table (path, 3002, &leaf));
+  KT_CHECK_EQ (deep.lines, 16384);
+  KT_CHECK_EQ (deep.deeper, 14336 - b);
+  KT_CHECK_EQ (deep.one_frame, 1);
+  KT_CHECK_EQ (deep.alloc_n, 32768);
+  KT_CHECK_EQ (leaf.deeper, 0);
+  KT_CHECK_EQ (leaf.one_frame, 2047);
+  KT_CHECK_EQ (leaf.alloc_n, 2047);
+  char want[256];
+  snprintf (want, sizeof want, "\nkamepool: heap profile: 16384 stacks in "
+            "9088 KiB of stack table; %lu samples by their innermost "
+            "frame only, 2049 not recorded\n",
+            32768 - (14336 - b) + 2047);
+  KT_CHECK (strstr (err, want) != NULL);
+  /* The profile of a full table reads as any other: site_deep's
+     32768 blocks of 3001 bytes, 93.8 MiB (where google-pprof is
+     installed).  */
+  const char *found = find_program ("google-pprof");
+  if (found != NULL)
+    {
+      static char alloc[1 << 20];
+      char pprof[4096];
+      snprintf (pprof, sizeof pprof, "%s", found);
+      KT_CHECK (run_pprof (pprof, "--alloc_space", path, alloc,
+                           sizeof alloc));
+      KT_CHECK (fabs (pprof_flat (alloc, "site_deep") - 93.8) < 0.01);
+    }
+}
+
 /* The line at exit says what the file holds.  */
 KT_TEST (the_exit_profile_and_its_line_on_stderr_agree)
 {
@@ -574,10 +918,14 @@ KT_TEST (without_the_variable_no_profile_is_written)
 
 KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (google_pprof_finds_each_sites_bytes_within_ten_percent),
+         KT_CASE (google_pprof_draws_the_profile_as_svg),
+         KT_CASE (go_pprof_reads_the_function_and_its_bytes),
          KT_CASE (dump_answers_einval_when_off_and_the_errors_of_the_file),
          KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),
          KT_CASE (a_forked_child_goes_on_from_the_parents_profile),
+         KT_CASE (freed_sampled_runs_keep_their_pages_up_to_a_bound),
+         KT_CASE (a_full_stack_table_keeps_the_program_going_and_says_so),
          KT_CASE (the_exit_profile_and_its_line_on_stderr_agree),
          KT_CASE (a_program_that_closed_stderr_gets_a_clean_profile),
          KT_CASE (without_the_variable_no_profile_is_written))

@@ -22,7 +22,8 @@ BENCH_PROGS = \
 	bench/ascap \
 	bench/churn \
 	bench/xstress \
-	bench/idle
+	bench/idle \
+	bench/guard_detect
 EXTRA_PROGRAMS += $(BENCH_PROGS)
 CLEANFILES += $(BENCH_PROGS)
 
@@ -39,6 +40,9 @@ bench_arena_step_LDADD = libckarena.la $(BENCH_LDADD)
 ## A real executable, not a libtool wrapper script, so the preload and
 ## the peak RSS are those of the benchmark alone.
 bench_arena_step_LDFLAGS = -no-install
+bench_guard_detect_SOURCES = bench/guard_detect.c bench/bench.h
+bench_guard_detect_CFLAGS = $(BENCH_CFLAGS)
+bench_guard_detect_LDADD = $(BENCH_LDADD)
 bench_loop_SOURCES = bench/loop.c bench/bench.h
 bench_loop_CFLAGS = $(BENCH_CFLAGS)
 bench_loop_LDADD = $(BENCH_LDADD)

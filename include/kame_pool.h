@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 6u
+#define KAME_POOL_STATS_VERSION 7u
 /* Rows of kame_pool_stats_t.classes: at least the number of size
    classes; NCLASSES says how many are filled.  (Version 3 had 64 rows,
    and a caller of that version gets the first 64 classes.)  */
@@ -103,6 +103,11 @@ typedef struct kame_pool_stats
   size_t prof_table_bytes;      /* the table's bytes in use */
   size_t prof_shortened;        /* samples kept by their innermost frame */
   size_t prof_dropped;          /* samples not recorded */
+  /* Version 7: guarded sampling.  */
+  size_t guard_slots;           /* slots of the guarded pool, 0: off */
+  size_t guard_slots_used;      /* of those, holding a live block */
+  size_t guard_allocs;          /* guarded blocks allocated, ever */
+  size_t guard_reports;         /* misuse of them reported, ever */
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

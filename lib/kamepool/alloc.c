@@ -13,6 +13,53 @@
 
 #include "kp_internal.h"
 
+/* The countdown went below zero on a malloc of N bytes aligned to
+   ALIGN, with guarded sampling on (STATE, and the heap profile too if
+   it says so).  Each sampler keeps the bytes left before its own next
+   sample (kp_tc.prof_rem, guard_rem); the countdown is armed with the
+   smaller (sample_armed), so what it counted since is SAMPLE_ARMED less
+   what is left of it.  The sampler whose count went below zero takes
+   the block (the profile first, when both do: the guarded sample is
+   then skipped, its next gap drawn) and draws its next gap.  A block
+   aligned to more than 16 bytes is never the profile's (kp_memalign
+   counts those down only without it).  */
+static KP_NOINLINE void *
+kp_malloc_sample_shared (size_t n, size_t align, unsigned state)
+{
+  kp_tcache_t *tc = &kp_tc;
+  int64_t counted = tc->sample_armed - (int64_t) tc->prof_left;
+  void *p = NULL;
+  if (state & KP_SAMPLE_PROF)
+    {
+      tc->prof_rem -= counted;
+      if (tc->prof_rem < 0)
+        {
+          /* kp_prof_sample leaves the bytes to its next sample in
+             prof_left.  */
+          p = kp_prof_sample (n);
+          tc->prof_rem = (int64_t) tc->prof_left;
+        }
+    }
+  else
+    tc->prof_rem = INT64_MAX;
+  tc->guard_rem -= counted;
+  if (tc->guard_rem < 0)
+    {
+      void *g = kp_guard_sample (n, align, p == NULL);
+      if (g != NULL)
+        p = g;
+    }
+  int64_t armed = tc->prof_rem < tc->guard_rem ? tc->prof_rem
+                                               : tc->guard_rem;
+  if (armed < 0)
+    armed = 0;
+  tc->sample_armed = armed;
+  tc->prof_left = (uint64_t) armed;
+  if (p != NULL)
+    return p;
+  return align > KP_MIN_ALIGN ? NULL : kp_malloc_unsampled (n);
+}
+
 void *
 kp_malloc_sample (size_t n)
 {
@@ -25,6 +72,8 @@ kp_malloc_sample (size_t n)
      malloc made by the initialisation itself is not).  */
   if (!(state & KP_SAMPLE_DECIDED) && kp_ready ())
     state = atomic_load_explicit (&kp_sample_state, memory_order_acquire);
+  if (state & KP_SAMPLE_GUARD)
+    return kp_malloc_sample_shared (n, KP_MIN_ALIGN, state);
   if (state & KP_SAMPLE_PROF)
     {
       void *p = kp_prof_sample (n);
@@ -66,6 +115,9 @@ kp_free_cold (void *p)
     case KP_RADIX_PROF:
       kp_prof_free (p);
       return;
+    case KP_RADIX_GUARD:
+      kp_guard_free ("free", p);
+      return;
     default:
       /* Not ours: the C library's, or misuse.  */
       if (kp_foreign_ok ("free", p))
@@ -89,6 +141,8 @@ kp_usable_size (const void *p)
       return kp_large_usable (p, kind);
     case KP_RADIX_PROF:
       return kp_prof_usable (p);
+    case KP_RADIX_GUARD:
+      return kp_guard_usable (p);
     default:
       return 0;
     }
@@ -102,6 +156,7 @@ kp_owns (const void *p)
     {
     case KP_RADIX_POOL:
     case KP_RADIX_PROF:
+    case KP_RADIX_GUARD:
       return true;
     case KP_RADIX_LARGE:
     case KP_RADIX_LARGE_PREV:
@@ -115,7 +170,8 @@ kp_owns (const void *p)
    when one has the size and the natural alignment; then a dedicated
    chunk (256 KiB-aligned); then a mapping at an aligned offset.  The
    heap profile samples the calls of the default alignment only: a
-   sampled block is 64 bytes past a page boundary.  */
+   sampled block is 64 bytes past a page boundary.  Guarded sampling
+   takes alignments up to a page (guard.c).  */
 void *
 kp_memalign (size_t align, size_t n)
 {
@@ -128,6 +184,21 @@ kp_memalign (size_t align, size_t n)
     }
   if (!kp_ready ())
     return kp_libc_memalign (align, n);
+  /* With guarded sampling on and the profile off, the countdown counts
+     aligned blocks too.  */
+  unsigned state = atomic_load_explicit (&kp_sample_state,
+                                         memory_order_acquire);
+  if (kp_unlikely ((state & (KP_SAMPLE_GUARD | KP_SAMPLE_PROF))
+                   == KP_SAMPLE_GUARD))
+    {
+      kp_tc.prof_left -= n;
+      if ((int64_t) kp_tc.prof_left < 0)
+        {
+          void *g = kp_malloc_sample_shared (n, align, state);
+          if (g != NULL)
+            return g;
+        }
+    }
   int cls = kp_class_for_aligned (n, align);
   if (cls < 0)
     return kp_malloc_large (n, align);
@@ -194,13 +265,22 @@ kp_realloc (void *p, size_t n)
       return NULL;
     }
   size_t usable = kp_usable_size (p);
+  int kind = kp_radix_lookup ((uintptr_t) p);
+  if (usable == 0 && kind == KP_RADIX_GUARD)
+    {
+      kp_guard_misuse ("realloc", p);
+      errno = EINVAL;
+      return NULL;
+    }
   if (usable == 0)
     {
       kp_misuse ("realloc", "invalid pointer (not an allocated block):", p);
       errno = EINVAL;
       return NULL;
     }
-  bool sampled = kp_radix_lookup ((uintptr_t) p) == KP_RADIX_PROF;
+  /* A sampled or guarded block stays where it is when it shrinks, and
+     moves when it grows.  */
+  bool sampled = kind == KP_RADIX_PROF || kind == KP_RADIX_GUARD;
   if (!sampled && usable <= KP_SMALL_MAX
       && !kp_small_block_live ("realloc", p))
     {

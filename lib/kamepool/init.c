@@ -136,11 +136,13 @@ kp_atfork_prepare (void)
     kp_rbatch_flush_all (h);
   kp_purge_atfork_prepare ();
   kp_prof_atfork_prepare ();
+  kp_guard_atfork_prepare ();
 }
 
 static void
 kp_atfork_parent (void)
 {
+  kp_guard_atfork_parent ();
   kp_prof_atfork_parent ();
   kp_purge_atfork_parent ();
 }
@@ -150,6 +152,7 @@ kp_atfork_parent (void)
 static void
 kp_atfork_child (void)
 {
+  kp_guard_atfork_child ();
   kp_prof_atfork_child ();
   kp_purge_atfork_child ();
   int running = KP_INIT_RUNNING;
@@ -208,6 +211,7 @@ kp_process_init (void)
   kp_options_init ();
   kp_misuse_init ();
   kp_prof_init ();
+  kp_guard_init ();
   kp_sample_decide ();
   /* Without the handlers (no memory for them) a fork still works: the
      child only loses the restart of an initialisation in progress.  */

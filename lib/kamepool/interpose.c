@@ -119,15 +119,17 @@ pvalloc (size_t size)
 
 /* malloc_usable_size of PTR, not NULL, whose region's radix entry
    KIND is not POOL.  A large or sampled block's size is 0 only when
-   PTR is not the block of a live mapping or sample of ours.  */
+   PTR is not the block of a live mapping or sample of ours; an address
+   of the guarded slot pool is never the C library's.  */
 static KP_NOINLINE size_t
 kp_usable_size_cold (void *ptr, int kind)
 {
   if (kind != KP_RADIX_NONE)
     {
       size_t n = kind == KP_RADIX_PROF ? kp_prof_usable (ptr)
+                 : kind == KP_RADIX_GUARD ? kp_guard_usable (ptr)
                  : kp_large_usable (ptr, kind);
-      if (n != 0)
+      if (n != 0 || kind == KP_RADIX_GUARD)
         return n;
     }
   return kp_foreign_ok ("malloc_usable_size", ptr)

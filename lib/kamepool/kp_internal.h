@@ -716,6 +716,17 @@ typedef struct kp_tcache
   uint64_t prof_left;
   uint64_t prof_rng;
   bool prof_busy;
+  /* With guarded sampling on (alloc.c, kp_malloc_sample_shared): what
+     the countdown was armed with, and the bytes left before each
+     sampler's next sample; guarded sampling's random numbers (0: no
+     gap drawn yet), and the thread's id for its reports (0: not asked
+     yet).  The thread's own.  */
+  int64_t sample_armed, prof_rem, guard_rem;
+  uint64_t guard_rng;
+  int32_t guard_tid;
+  /* Whether the thread holds guard.c's lock (guard.c,
+     kp_guard_lock_take).  */
+  bool guard_locked;
 } kp_tcache_t;
 
 /* ---- The thread's heap and the heap records (thread.c) ----------------- */
@@ -894,7 +905,9 @@ enum kp_radix_kind
   KP_RADIX_LARGE = 2,           /* the head of a large or huge mapping */
   KP_RADIX_LARGE_PREV = 3,      /* a block aligned to 32 MiB or more starts
                                    here; its header is the page before */
-  KP_RADIX_PROF = 4             /* a region of sampled blocks (prof.c) */
+  KP_RADIX_PROF = 4,            /* a region of sampled blocks (prof.c) */
+  KP_RADIX_GUARD = 5            /* the slot pool of guarded sampling
+                                   (guard.c) */
 };
 #define KP_VA_BITS 47
 #define KP_RADIX_ENTRIES ((size_t) 1 << (KP_VA_BITS - KP_REGION_SHIFT))
@@ -932,6 +945,7 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
    the profile is on.  */
 #define KP_SAMPLE_DECIDED 1u    /* the settings are read */
 #define KP_SAMPLE_PROF 2u       /* the heap profile is on */
+#define KP_SAMPLE_GUARD 4u      /* guarded sampling is on (guard.c) */
 #define KP_SAMPLE_NEVER ((uint64_t) INT64_MAX)
 KP_HIDDEN extern _Atomic (unsigned) kp_sample_state;
 KP_INLINE bool
@@ -965,6 +979,12 @@ KP_HIDDEN int kp_prof_dump (const char *path);
    full, no stack, or no memory for the block).  */
 KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks, size_t *shortened,
                                       size_t *dropped);
+/* The return addresses of the calling thread's stack, innermost first,
+   without this library's frames (known once kp_prof_unwind_init ran):
+   at most MAX in PC, their number.  May call malloc on its first use.
+   Shared with guarded sampling (guard.c).  */
+KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
+KP_HIDDEN void kp_prof_unwind_init (void);
 /* The sampled blocks handed out ever and their bytes, and those live
    now: no lock, a snapshot of the counts (prof.c).  */
 KP_HIDDEN void kp_prof_blocks (size_t *allocs, size_t *alloc_bytes,
@@ -972,6 +992,45 @@ KP_HIDDEN void kp_prof_blocks (size_t *allocs, size_t *alloc_bytes,
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);
+
+/* ---- Guarded sampling (guard.c) -----------------------------------------
+
+   With KAME_POOL_GUARD_SAMPLE on, one malloc in every that many bytes
+   on average (exponential gaps) gets a slot of the guarded pool: the
+   block against an inaccessible page, made inaccessible at its free.
+   It shares the sampling countdown with the heap profile
+   (kp_sample_state, KP_SAMPLE_GUARD; alloc.c's kp_malloc_sample).  */
+/* The largest guarded block.  */
+#define KP_GUARD_MAX 32768
+/* Read the settings and set KP_SAMPLE_GUARD when sampling is on
+   (kp_process_init, after kp_prof_init, before kp_sample_decide).  */
+KP_HIDDEN void kp_guard_init (void);
+/* The calling thread's count to its next guarded sample
+   (kp_tc.guard_rem) went below zero on a malloc of N bytes aligned to
+   ALIGN: the next gap is drawn and, if TAKE says the block is not
+   another sampler's, the guarded block, or NULL (the thread's first
+   gap, a malloc from inside the unwinder, too big, no free slot).  */
+KP_HIDDEN void *kp_guard_sample (size_t n, size_t align, bool take);
+/* A guarded block of N bytes (at most KP_GUARD_MAX) aligned to ALIGN
+   (at most a page), or NULL when no slot is free.  */
+KP_HIDDEN void *kp_guard_malloc (size_t n, size_t align);
+/* free (or CALL, such as realloc) of P, an address of kind
+   KP_RADIX_GUARD: a double or invalid free is reported (with
+   KAME_POOL_ON_MISUSE=report the call then does nothing).  */
+KP_HIDDEN void kp_guard_free (const char *call, void *p);
+/* The usable size of P, or 0 if P is not a live guarded block.  */
+KP_HIDDEN size_t kp_guard_usable (const void *p);
+/* Report CALL on P, not a live guarded block, as kp_guard_free does.  */
+KP_HIDDEN void kp_guard_misuse (const char *call, void *p);
+KP_HIDDEN void kp_guard_stats (size_t *slots, size_t *used, size_t *allocs,
+                               size_t *reports);
+/* The guarded blocks handed out ever and their usable bytes, and those
+   live now (relaxed counters, kame_pool_get_stats's totals).  */
+KP_HIDDEN void kp_guard_blocks (size_t *allocs, size_t *alloc_bytes,
+                                size_t *live, size_t *live_bytes);
+KP_HIDDEN void kp_guard_atfork_prepare (void);
+KP_HIDDEN void kp_guard_atfork_parent (void);
+KP_HIDDEN void kp_guard_atfork_child (void);
 
 /* ---- OS layer (os.c) --------------------------------------------------- */
 
@@ -1039,6 +1098,8 @@ typedef struct kp_line
 KP_HIDDEN void kp_line_add (kp_line_t *l, const char *s);
 KP_HIDDEN void kp_line_addn (kp_line_t *l, const char *s, size_t n);
 KP_HIDDEN void kp_line_num (kp_line_t *l, unsigned long long v);
+/* V as 0x and lowercase hexadecimal digits.  */
+KP_HIDDEN void kp_line_hex (kp_line_t *l, uintptr_t v);
 KP_HIDDEN void kp_line_flush (kp_line_t *l);
 KP_HIDDEN void kp_line_json_string (kp_line_t *l, const char *s, size_t n);
 
@@ -1097,6 +1158,13 @@ KP_HIDDEN extern kp_int_setting_t kp_test_nodes;
 /* The heap profile's mean gap between samples, in bytes (prof.c).  */
 #define KP_PROF_SAMPLE_DEFAULT 524288
 KP_HIDDEN extern kp_int_setting_t kp_prof_sample_bytes;
+/* Guarded sampling's mean gap in bytes (0: off) and its slots
+   (guard.c).  */
+#define KP_GUARD_SAMPLE_DEFAULT 67108864
+#define KP_GUARD_SLOTS_DEFAULT 128
+#define KP_GUARD_SLOTS_MAX 4096
+KP_HIDDEN extern kp_int_setting_t kp_guard_sample_bytes;
+KP_HIDDEN extern kp_int_setting_t kp_guard_slot_count;
 /* KAME_POOL_PROF's prefix; "" when profiling is off.  */
 KP_HIDDEN const char *kp_option_prof_prefix (void);
 /* Read and check the environment, once (every getter below calls it

@@ -16,7 +16,7 @@
 # below, which says why each is still there; those are printed with
 # "known:" in front.  The list is the layering's debt: it may only
 # shrink.
-order="os options radix sizeclass misuse policy numa thread region purge chunk prof init
+order="os options radix sizeclass misuse policy numa thread region purge chunk prof guard init
        large cache heap largealloc alloc trim stats mallinfo api interpose"
 
 # None is known: every reference goes down.

@@ -16,6 +16,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/thread.c \
 	lib/kamepool/chunk.c \
 	lib/kamepool/prof.c \
+	lib/kamepool/guard.c \
 	lib/kamepool/heap.c \
 	lib/kamepool/large.c \
 	lib/kamepool/cache.c \

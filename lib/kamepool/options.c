@@ -67,6 +67,10 @@ static char kp_stats_path[KP_PATH_MAX];
 kp_int_setting_t kp_prof_sample_bytes = { KP_PROF_SAMPLE_DEFAULT,
                                           KP_FROM_DEFAULT };
 static char kp_prof_prefix[KP_PATH_MAX];
+kp_int_setting_t kp_guard_sample_bytes = { KP_GUARD_SAMPLE_DEFAULT,
+                                           KP_FROM_DEFAULT };
+kp_int_setting_t kp_guard_slot_count = { KP_GUARD_SLOTS_DEFAULT,
+                                         KP_FROM_DEFAULT };
 
 /* ---- The table ----------------------------------------------------------- */
 
@@ -114,6 +118,8 @@ static const kp_option_word_t kp_thp_words[] =
     { "false", KAME_POOL_THP_SYSTEM }, { "off", KAME_POOL_THP_SYSTEM },
     { NULL, 0 }
   };
+static const kp_option_word_t kp_off_words[] =
+  { { "off", 0 }, { NULL, 0 } };
 static const kp_option_word_t kp_numa_words[] =
   { { "auto", 0 }, { "off", -1 }, { "on", 1 }, { NULL, 0 } };
 
@@ -141,7 +147,9 @@ static const kp_option_word_t kp_numa_words[] =
    numa                 kp_numa_mode            auto       -  (kamepool(7); numa.c)
    test_nodes           kp_test_nodes           0          -  (kame_pool_get_numa_stats(3))
    prof                 kp_prof_prefix          off        -  (kamepool(7); prof.c)
-   prof_sample          kp_prof_sample_bytes    524288     -  (kamepool(7); prof.c)  */
+   prof_sample          kp_prof_sample_bytes    524288     -  (kamepool(7); prof.c)
+   guard_sample         kp_guard_sample_bytes   64 MiB     -  (kamepool(7); guard.c)
+   guard_slots          kp_guard_slot_count     128        -  (kamepool(7); guard.c)  */
 static const kp_option_t kp_option_table[] =
   {
     { "stats", "KAME_POOL_STATS", KP_OPT_SWITCH, &kp_stats_at_exit,
@@ -182,6 +190,13 @@ static const kp_option_t kp_option_table[] =
     { "prof_sample", "KAME_POOL_PROF_SAMPLE", KP_OPT_INT,
       &kp_prof_sample_bytes,
       "a number of bytes from 1 to 1073741824", NULL, 1, 1 << 30, false },
+    { "guard_sample", "KAME_POOL_GUARD_SAMPLE", KP_OPT_INT,
+      &kp_guard_sample_bytes,
+      "a number of bytes from 0 (off) to 1073741824, or off",
+      kp_off_words, 0, 1 << 30, false },
+    { "guard_slots", "KAME_POOL_GUARD_SLOTS", KP_OPT_INT,
+      &kp_guard_slot_count, "a number of slots from 1 to 4096",
+      NULL, 1, KP_GUARD_SLOTS_MAX, false },
   };
 #define KP_NOPTIONS (sizeof kp_option_table / sizeof kp_option_table[0])
 

@@ -257,6 +257,14 @@ kp_format_pointer (char *buf, const void *p)
   buf[2 + n] = '\0';
 }
 
+void
+kp_line_hex (kp_line_t *l, uintptr_t v)
+{
+  char buf[20];
+  kp_format_pointer (buf, (const void *) v);
+  kp_line_add (l, buf);
+}
+
 /* One write for the whole line, so that the reports of two threads do
    not interleave.  */
 void

@@ -187,7 +187,16 @@ kp_prof_find_text (struct dl_phdr_info *info, size_t size, void *arg)
   return 0;
 }
 
-static size_t kp_prof_unwind (uintptr_t *pc, size_t max);
+/* The text range of this library, which kp_prof_unwind drops from the
+   stacks it returns: by kp_prof_init, and by guard.c's initialisation
+   when guarded sampling is on (both in kp_process_init, before any
+   thread can unwind).  */
+void
+kp_prof_unwind_init (void)
+{
+  if (kp_prof_text_lo == 0)
+    dl_iterate_phdr (kp_prof_find_text, (void *) (uintptr_t) kp_prof_init);
+}
 
 void
 kp_prof_init (void)
@@ -208,7 +217,7 @@ kp_prof_init (void)
   kp_prof_index = (uint32_t *) m;
   kp_prof_stacks = (kp_prof_stack_t *) (m + index_bytes);
   kp_prof_rate = kp_setting (&kp_prof_sample_bytes);
-  dl_iterate_phdr (kp_prof_find_text, (void *) (uintptr_t) kp_prof_init);
+  kp_prof_unwind_init ();
   /* The unwinder's first walk sets it up, which may allocate: now,
      while the initialisation serves such calls from the C library,
      rather than inside the first sampled malloc.  */
@@ -274,8 +283,9 @@ kp_prof_frame (struct _Unwind_Context *ctx, void *arg)
 #endif
 
 /* The return addresses of the calling thread's stack, innermost first,
-   without the frames in this library; their number.  */
-static size_t
+   without the frames in this library; their number.  Also guarded
+   sampling's (guard.c).  */
+size_t
 kp_prof_unwind (uintptr_t *pc, size_t max)
 {
 #if KP_HAVE_LIBUNWIND

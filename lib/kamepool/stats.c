@@ -271,7 +271,8 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   if (want < 6)
     return;
   /* Handed out: the chunks' pops, the blocks taken back out of the
-     batches of remote frees, the large blocks, the sampled blocks.  */
+     batches of remote frees, the large blocks, the sampled and the
+     guarded blocks.  */
   size_t taken_n = 0, taken_b = 0;
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     {
@@ -281,12 +282,16 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   size_t large_n, large_b, prof_n, prof_b, prof_live_n, prof_live_b;
   kp_large_totals (&large_n, &large_b);
   kp_prof_blocks (&prof_n, &prof_b, &prof_live_n, &prof_live_b);
-  s->allocated_blocks = (size_t) t.blocks + taken_n + large_n + prof_n;
-  s->allocated_bytes = (size_t) t.bytes + taken_b + large_b + prof_b;
+  size_t guard_n, guard_b, guard_live_n, guard_live_b;
+  kp_guard_blocks (&guard_n, &guard_b, &guard_live_n, &guard_live_b);
+  s->allocated_blocks = (size_t) t.blocks + taken_n + large_n + prof_n
+                        + guard_n;
+  s->allocated_bytes = (size_t) t.bytes + taken_b + large_b + prof_b
+                       + guard_b;
   s->live_blocks = (size_t) t.live_blocks + dedicated_n
-                   + s->large_alloc_count + prof_live_n;
+                   + s->large_alloc_count + prof_live_n + guard_live_n;
   s->live_bytes = s->small_live_bytes + dedicated + s->large_alloc_bytes
-                  + prof_live_b;
+                  + prof_live_b + guard_live_b;
   /* Counted at different moments while other threads run: never
      below zero.  */
   s->freed_blocks = s->allocated_blocks > s->live_blocks
@@ -300,6 +305,10 @@ kame_pool_get_stats (kame_pool_stats_t *s)
   s->prof_table_bytes = kp_prof_table_bytes (&s->prof_stacks,
                                              &s->prof_shortened,
                                              &s->prof_dropped);
+  if (want < 7)
+    return;
+  kp_guard_stats (&s->guard_slots, &s->guard_slots_used, &s->guard_allocs,
+                  &s->guard_reports);
 }
 
 size_t
@@ -360,6 +369,12 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->allocated_blocks, s->allocated_bytes >> 10, s->freed_blocks,
             s->freed_bytes >> 10, s->live_blocks, s->live_bytes >> 10,
             s->peak_live_bytes >> 10, s->peak_resident_bytes >> 10);
+  kp_line_add (l, buf);
+  snprintf (buf, sizeof buf,
+            "kamepool: guarded sampling: %zu slots, %zu in use; %zu guarded "
+            "blocks and %zu reports ever\n",
+            s->guard_slots, s->guard_slots_used, s->guard_allocs,
+            s->guard_reports);
   kp_line_add (l, buf);
   if (s->prof_table_bytes != 0)
     {
@@ -445,6 +460,10 @@ kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
   KP_JSON (prof_table_bytes);
   KP_JSON (prof_shortened);
   KP_JSON (prof_dropped);
+  KP_JSON (guard_slots);
+  KP_JSON (guard_slots_used);
+  KP_JSON (guard_allocs);
+  KP_JSON (guard_reports);
   KP_JSON (nclasses);
 #undef KP_JSON
   kp_line_add (l, ", \"tls_model\": \"" KP_TLS_MODEL_NAME "\", \"classes\": [");

@@ -7,7 +7,9 @@
    mapping in the cache's shared level goes back once no thread has
    taken from that level between two passes, and stays while threads
    keep taking it.
-   kptest-env: KAME_POOL_DECAY_MS=0 KAME_POOL_BACKGROUND_PURGE=0
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=0 KAME_POOL_BACKGROUND_PURGE=0 KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

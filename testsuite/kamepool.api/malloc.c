@@ -4,6 +4,10 @@
    usable size of every tier, errno, ENOMEM, zeroing, overflow and the
    in-place rules of realloc.
 
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_GUARD_SAMPLE=0
+
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */

@@ -3,7 +3,9 @@
    free resident units, keeps what PAD covers, says whether it gave
    anything back, and is safe while another thread allocates and frees.
    The decay is off, so that only the trim gives pages back.
-   kptest-env: KAME_POOL_DECAY_MS=off
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=off KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

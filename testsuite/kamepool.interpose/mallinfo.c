@@ -6,7 +6,9 @@
    glibc, with the pool preloaded, reaches them through its versioned
    references.)  The decay is off, so that nothing but
    the calls under test changes the figures.
-   kptest-env: KAME_POOL_DECAY_MS=off
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=off KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

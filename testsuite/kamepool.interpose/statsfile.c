@@ -102,9 +102,10 @@ read_file (const char *path, char *buf, size_t size)
   return true;
 }
 
-/* TEXT is a whole text report: the four summary lines (the totals'
+/* TEXT is a whole text report: the five summary lines (the totals'
    adding up: live blocks are those allocated less those freed, the
-   peak footprint holds at least the units live), the table's head, at
+   peak footprint holds at least the units live; then guarded
+   sampling's), the table's head, at
    least one row and only rows after it, each of six numbers and of a
    class in increasing order, and a newline at the end; the rows'
    chunks add up to at most chunks_live.  NULL, or what is wrong.  */
@@ -135,6 +136,10 @@ text_report_incomplete (const char *text)
       || fp_k < units * 256)
     return "the totals";
   l3 = strchr (l4 + 1, '\n');
+  if (l3 == NULL
+      || strncmp (l3 + 1, "kamepool: guarded sampling: ", 28) != 0)
+    return "the guarded sampling's line";
+  l3 = strchr (l3 + 1, '\n');
   static const char head[] = "kamepool: class    size  chunks  "
     "live-blocks  free-blocks  resident-KiB\n";
   if (l3 == NULL || strncmp (l3 + 1, head, sizeof head - 1) != 0)
@@ -237,6 +242,7 @@ static const char json_check[] =
   "  'allocated_blocks', 'allocated_bytes', 'freed_blocks', 'freed_bytes',\n"
   "  'live_blocks', 'live_bytes', 'peak_live_bytes', 'peak_resident_bytes',\n"
   "  'prof_stacks', 'prof_table_bytes', 'prof_shortened', 'prof_dropped',\n"
+  "  'guard_slots', 'guard_slots_used', 'guard_allocs', 'guard_reports',\n"
   "  'nclasses', 'tls_model', 'classes', 'settings']\n"
   "assert list(d) == top, list(d)\n"
   "assert d['pid'] == int(sys.argv[2]), d['pid']\n"
@@ -250,7 +256,7 @@ static const char json_check[] =
   "assert sum(c['chunks'] for c in d['classes']) <= d['chunks_live']\n"
   "assert d['regions_populated'] >= 1\n"
   "assert d['bytes_reserved'] == d['regions_populated'] * 33554432\n"
-  "for k in top[1:41]:\n"
+  "for k in top[1:45]:\n"
   "  assert type(d[k]) is int and d[k] >= 0, k\n"
   "for w in ('blocks', 'bytes'):\n"
   "  assert d['live_' + w] == d['allocated_' + w] - d['freed_' + w], w\n"

@@ -6,6 +6,10 @@
    dedicated chunks of 4 units of 256 KiB; blocks of 12352 bytes (a
    size class) come from small chunks of two units.
 
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_GUARD_SAMPLE=0
+
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */

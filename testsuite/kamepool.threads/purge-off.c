@@ -1,7 +1,9 @@
 /* purge-off.c -- kamepool.threads test of KAME_POOL_BACKGROUND_PURGE=0:
    no purge thread is ever made, and memory freed by a program that then
    allocates nothing stays resident, as before the thread existed.
-   kptest-env: KAME_POOL_DECAY_MS=20 KAME_POOL_BACKGROUND_PURGE=0
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=20 KAME_POOL_BACKGROUND_PURGE=0 KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

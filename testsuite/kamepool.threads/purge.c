@@ -9,8 +9,10 @@
    goes on without it.  The delay is a second, so that what the tests
    see before it (the units kept at a release, a steady cycle's rounds)
    does not depend on how fast a loaded machine or a sanitizer's build
-   runs them.
-   kptest-env: KAME_POOL_DECAY_MS=1000
+   runs them.  Guarded sampling is off: a guarded block faults its
+   pages in at its malloc and gives them back at its free, which a
+   steady cycle that samples one would count.
+   kptest-env: KAME_POOL_DECAY_MS=1000 KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

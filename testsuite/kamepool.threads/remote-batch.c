@@ -5,6 +5,10 @@
    kame_pool_get_stats, with no other thread running when they are
    read.
 
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_GUARD_SAMPLE=0
+
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */

@@ -5,7 +5,9 @@
    stay unused for the decay's delay go back to the kernel, down to
    1 MiB, a unit at a time: without huge page advice (with it they go
    back as whole huge pages: purge-huge.c).
-   kptest-env: KAME_POOL_DECAY_MS=30 KAME_POOL_BACKGROUND_PURGE=0 KAME_POOL_HUGEPAGE=0
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=30 KAME_POOL_BACKGROUND_PURGE=0 KAME_POOL_HUGEPAGE=0 KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

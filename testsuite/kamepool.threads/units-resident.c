@@ -2,7 +2,9 @@
    budget counts: the pages a released chunk touched, not its whole
    units, so that the chunks of short-lived threads that used a page
    each stay resident for the next threads.
-   kptest-env: KAME_POOL_DECAY_MS=off KAME_POOL_HUGEPAGE=never
+   Guarded sampling is off: these tests assert where the pool places
+   blocks and what it counts, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_DECAY_MS=off KAME_POOL_HUGEPAGE=never KAME_POOL_GUARD_SAMPLE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

@@ -72,19 +72,21 @@ static _Atomic (size_t) kp_claimed_peak;
 /* The footprint: the units claimed (KP_UNIT_SIZE bytes each) and the
    bytes of the live large mappings (kp_footprint_add, from large.c).
    Its highest value ever, raised with a CAS loop by the claim or the
-   mapping that passes it; and its value at the last measure of the
-   live bytes, taken through kp_peak_live_hook (stats.c) each time the
-   footprint passes that by a sixty-fourth (and a MiB), so that the
-   measures, each a walk of the descriptors, stay few while the peak of
-   the live bytes is sought where the footprint grows.  Relaxed:
-   statistics.  */
+   mapping that passes it; and the bytes claimed or mapped since the
+   last measure of the live bytes, which kp_peak_live_hook (stats.c)
+   takes each time they pass a sixty-fourth of the footprint and a MiB:
+   the measures, each a walk of the descriptors, stay few, and the
+   peak of the live bytes is sought wherever the pool takes memory,
+   whatever it gave back in between.  Relaxed: statistics.  */
 static _Atomic (size_t) kp_large_mapped;
 static _Atomic (size_t) kp_footprint_peak;
-static _Atomic (size_t) kp_footprint_measured;
+static _Atomic (size_t) kp_grown;
 void (*_Atomic kp_peak_live_hook) (void);
 
+/* CLAIMED units are claimed now, and GREW bytes more were claimed or
+   mapped just now.  */
 static void
-kp_footprint_note (size_t claimed)
+kp_footprint_note (size_t claimed, size_t grew)
 {
   size_t fp = (claimed << KP_UNIT_SHIFT)
               + atomic_load_explicit (&kp_large_mapped, memory_order_relaxed);
@@ -95,14 +97,17 @@ kp_footprint_note (size_t claimed)
                                                     fp, memory_order_relaxed,
                                                     memory_order_relaxed))
     ;
-  size_t m = atomic_load_explicit (&kp_footprint_measured,
-                                   memory_order_relaxed);
-  if (fp < m + m / 64 + ((size_t) 1 << 20)
-      || !atomic_compare_exchange_strong_explicit (&kp_footprint_measured,
-                                                   &m, fp,
-                                                   memory_order_relaxed,
-                                                   memory_order_relaxed))
+  size_t step = fp / 64 + ((size_t) 1 << 20);
+  if (atomic_fetch_add_explicit (&kp_grown, grew, memory_order_relaxed)
+      + grew < step)
     return;
+  /* One of the threads that see the step passed measures.  */
+  size_t got = atomic_exchange_explicit (&kp_grown, 0, memory_order_relaxed);
+  if (got < step)
+    {
+      atomic_fetch_add_explicit (&kp_grown, got, memory_order_relaxed);
+      return;
+    }
   void (*hook) (void) = atomic_load_explicit (&kp_peak_live_hook,
                                               memory_order_relaxed);
   if (hook != NULL)
@@ -115,7 +120,7 @@ kp_footprint_add (size_t bytes)
   atomic_fetch_add_explicit (&kp_large_mapped, bytes, memory_order_relaxed);
   if ((ptrdiff_t) bytes > 0)
     kp_footprint_note (atomic_load_explicit (&kp_claimed_units,
-                                             memory_order_relaxed));
+                                             memory_order_relaxed), bytes);
 }
 
 size_t
@@ -363,7 +368,7 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
                                               memory_order_relaxed) + n;
   if (claimed > atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed))
     atomic_store_explicit (&kp_claimed_peak, claimed, memory_order_relaxed);
-  kp_footprint_note (claimed);
+  kp_footprint_note (claimed, n << KP_UNIT_SHIFT);
   return &r->desc[base];
 }
 

@@ -139,8 +139,9 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows,
 }
 
 /* The most live bytes measured: by every snapshot of version 6 or
-   more, and by kp_stats_peak_measure each time the footprint has grown
-   by a sixty-fourth (region.c).  Relaxed, raised with a CAS loop.  */
+   more, and by kp_stats_peak_measure each time the units claimed and
+   the bytes mapped since the last measure pass a sixty-fourth of the
+   footprint and a MiB (region.c).  Relaxed, raised with a CAS loop.  */
 static _Atomic (size_t) kp_peak_live;
 
 static void

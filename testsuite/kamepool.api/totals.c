@@ -166,10 +166,11 @@ KT_TEST (remote_frees_and_blocks_taken_back_count_once)
 }
 
 /* 64 MiB of 1000-byte blocks (1024 bytes each), then all freed: the
-   peak of the live bytes is measured each time the footprint grows by
-   a sixty-fourth (and a MiB) past the last measure, so it is at most
-   that much below the true peak, and never above it; the peak
-   footprint holds the units the blocks took.  */
+   peak of the live bytes is measured each time the units claimed since
+   the last measure pass a sixty-fourth of the footprint and a MiB, so
+   a peak reached while the pool claims units is at most that (and a
+   chunk) below the true peak, and never above it; the peak footprint
+   holds the units the blocks took.  */
 #define BIG (64 * 1024)
 static void *big[BIG];
 
@@ -205,8 +206,9 @@ KT_TEST (the_peak_of_the_live_bytes_is_found_without_a_snapshot)
     kame_pool_free (big[i]);
   kame_pool_stats_t s1 = kt_pool_stats ();
   /* The last measure came at most a sixty-fourth of the footprint and
-     a MiB before the top (the footprint is at most a twentieth above
-     the live bytes here, with the chunks' tails).  */
+     a MiB of claims before the top, and the chunk being filled then
+     held a unit more at most (the footprint is at most a twentieth
+     above the live bytes here, with the chunks' tails).  */
   size_t slack = peak / 64 * 21 / 20 + MIB + UNIT;
   if (s1.peak_live_bytes > peak || s1.peak_live_bytes + slack < peak)
     KT_FAILF ("peak_live_bytes %zu, the true peak %zu (allowed %zu below)",

@@ -417,32 +417,16 @@ static char out[1 << 16], err[1 << 16];
 static int
 run_child (const char *mode, const char *const *env)
 {
-  int op[2], ep[2];
-  if (pipe (op) != 0 || pipe (ep) != 0)
-    return -1;
-  fflush (stdout);
-  pid_t pid = fork ();
-  if (pid < 0)
-    return -1;
-  if (pid == 0)
-    {
-      dup2 (op[1], 1);
-      dup2 (ep[1], 2);
-      close (op[0]);
-      close (ep[0]);
-      setenv ("KP_GUARD_CHILD", mode, 1);
-      setenv ("KAME_POOL_GUARD_SAMPLE", "1", 1);
-      for (int i = 0; env != NULL && env[i] != NULL; i++)
-        putenv ((char *) env[i]);
-      execl ("/proc/self/exe", "guard", (char *) NULL);
-      _exit (127);
-    }
-  close (op[1]);
-  close (ep[1]);
-  kt_read_all (op[0], out, sizeof out);
-  kt_read_all (ep[0], err, sizeof err);
+  static char m[64];
+  const char *e[32] = { m, "KAME_POOL_GUARD_SAMPLE=1" };
+  size_t n = 2;
+  snprintf (m, sizeof m, "KP_GUARD_CHILD=%s", mode);
+  for (size_t i = 0; env != NULL && env[i] != NULL && n < 31; i++)
+    e[n++] = env[i];
+  e[n] = NULL;
   int status;
-  if (!kt_wait (pid, &status))
+  if (!kt_run_self (e, false, NULL, out, sizeof out, err, sizeof err,
+                    &status, NULL))
     return -1;
   return status;
 }

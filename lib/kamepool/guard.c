@@ -174,17 +174,12 @@ kp_guard_init (void)
 
 /* ---- The countdown --------------------------------------------------- */
 
-/* xorshift64*, as prof.c's, on a state of its own: the two samplers'
-   gaps are independent.  */
+/* kp_random on a state of its own: the two samplers' gaps are
+   independent.  */
 static uint64_t
 kp_guard_random (kp_tcache_t *tc)
 {
-  uint64_t x = tc->guard_rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  tc->guard_rng = x;
-  return x * 0x2545F4914F6CDD1DULL;
+  return kp_random (&tc->guard_rng);
 }
 
 /* A gap of the exponential distribution of mean kp_guard_rate bytes,

@@ -947,6 +947,18 @@ KP_HIDDEN void kp_radix_set (uintptr_t region_base, int kind);
 #define KP_SAMPLE_PROF 2u       /* the heap profile is on */
 #define KP_SAMPLE_GUARD 4u      /* guarded sampling is on (guard.c) */
 #define KP_SAMPLE_NEVER ((uint64_t) INT64_MAX)
+/* The next number of xorshift64* on *STATE (not 0): the samplers'
+   gaps need no more than a fast, well-spread source.  */
+KP_INLINE uint64_t
+kp_random (uint64_t *state)
+{
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
 KP_HIDDEN extern _Atomic (unsigned) kp_sample_state;
 KP_INLINE bool
 kp_prof_on (void)

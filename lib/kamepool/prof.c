@@ -238,16 +238,10 @@ kp_sample_decide (void)
 
 /* ---- The countdown --------------------------------------------------- */
 
-/* xorshift64*: the gaps need no more than a fast, well-spread source.  */
 static uint64_t
 kp_prof_random (kp_tcache_t *tc)
 {
-  uint64_t x = tc->prof_rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  tc->prof_rng = x;
-  return x * 0x2545F4914F6CDD1DULL;
+  return kp_random (&tc->prof_rng);
 }
 
 /* A gap of the exponential distribution of mean kp_prof_rate, in bytes

@@ -1172,7 +1172,7 @@ KP_HIDDEN extern kp_int_setting_t kp_test_nodes;
 KP_HIDDEN extern kp_int_setting_t kp_prof_sample_bytes;
 /* Guarded sampling's mean gap in bytes (0: off) and its slots
    (guard.c).  */
-#define KP_GUARD_SAMPLE_DEFAULT 67108864
+#define KP_GUARD_SAMPLE_DEFAULT 134217728
 #define KP_GUARD_SLOTS_DEFAULT 128
 #define KP_GUARD_SLOTS_MAX 4096
 KP_HIDDEN extern kp_int_setting_t kp_guard_sample_bytes;

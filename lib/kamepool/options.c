@@ -148,7 +148,7 @@ static const kp_option_word_t kp_numa_words[] =
    test_nodes           kp_test_nodes           0          -  (kame_pool_get_numa_stats(3))
    prof                 kp_prof_prefix          off        -  (kamepool(7); prof.c)
    prof_sample          kp_prof_sample_bytes    524288     -  (kamepool(7); prof.c)
-   guard_sample         kp_guard_sample_bytes   64 MiB     -  (kamepool(7); guard.c)
+   guard_sample         kp_guard_sample_bytes   128 MiB    -  (kamepool(7); guard.c)
    guard_slots          kp_guard_slot_count     128        -  (kamepool(7); guard.c)  */
 static const kp_option_t kp_option_table[] =
   {

@@ -288,7 +288,7 @@ KT_TEST (verbose_lists_every_setting_and_where_it_came_from)
             "kamepool:   test_nodes:0 (default)\n"
             "kamepool:   prof: (default)\n"
             "kamepool:   prof_sample:524288 (default)\n"
-            "kamepool:   guard_sample:67108864 (default)\n"
+            "kamepool:   guard_sample:134217728 (default)\n"
             "kamepool:   guard_slots:128 (default)\n", THP_DEFAULT_WORD);
   KT_CHECK_STR_EQ (err, want);
 }

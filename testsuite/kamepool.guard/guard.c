@@ -738,7 +738,7 @@ KT_TEST (bad_settings_are_warned_about_and_the_defaults_kept)
   KT_CHECK_STR_EQ (out, "slots 128\n");
   KT_CHECK_STR_EQ (err, "kamepool: KAME_POOL_GUARD_SAMPLE=-1: expected a "
                    "number of bytes from 0 (off) to 1073741824, or off; "
-                   "keeping 67108864\n"
+                   "keeping 134217728\n"
                    "kamepool: KAME_POOL_GUARD_SLOTS=5000: expected a number "
                    "of slots from 1 to 4096; keeping 128\n");
 }

@@ -497,23 +497,22 @@ run_pprof (const char *pprof, const char *flag, const char *profile,
   return pclose (f) == 0 && len > 0;
 }
 
-/* The issue's target.  The estimate's standard deviation is that of
-   check_estimate: 3.6 % for the 1000-byte site (50332 blocks, p =
-   0.0151) and 3.4 % for the 96 KiB one (256 blocks, p = 0.777), so
-   10 % is 2.8 and 2.9 of them: this test fails by chance in about one
-   run in a hundred and twenty.  */
-KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
+/* One profile of the three sites, read back by google-pprof (PPROF):
+   true when every site's figure is within 10 % of the truth and the
+   churning site holds nothing; the figures are printed.  */
+static bool
+three_sites_within_ten_percent (const char *pprof)
 {
-  NEED_PROGRAM (pprof, "google-pprof");
-  SCRATCH_DIR ();
   pid_t pid;
-  KT_CHECK (run_child ("three_sites", true, "65536", out, sizeof out, err,
-                       sizeof err, &pid));
+  if (!run_child ("three_sites", true, "65536", out, sizeof out, err,
+                  sizeof err, &pid))
+    return false;
   char path[64];
   snprintf (path, sizeof path, "%s/p.%d.heap", workdir, (int) pid);
   static char inuse[1 << 16], alloc[1 << 16];
-  KT_CHECK (run_pprof (pprof, "--inuse_space", path, inuse, sizeof inuse));
-  KT_CHECK (run_pprof (pprof, "--alloc_space", path, alloc, sizeof alloc));
+  if (!run_pprof (pprof, "--inuse_space", path, inuse, sizeof inuse)
+      || !run_pprof (pprof, "--alloc_space", path, alloc, sizeof alloc))
+    return false;
   /* google-pprof's MB are MiB.  */
   double small_in = pprof_flat (inuse, "site_small");
   double big_in = pprof_flat (inuse, "site_big");
@@ -527,13 +526,29 @@ KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
      MiB, of 2000 bytes up to 480 MiB.  */
   double small = ceil (48 * MIB / 1000.0) * 1000 / MIB;
   double big = 24, churn = ceil (480 * MIB / 2000.0) * 2000 / MIB;
-  KT_CHECK (fabs (small_in - small) <= 0.1 * small);
-  KT_CHECK (fabs (big_in - big) <= 0.1 * big);
-  KT_CHECK (fabs (small_all - small) <= 0.1 * small);
-  KT_CHECK (fabs (big_all - big) <= 0.1 * big);
-  KT_CHECK (fabs (churn_all - churn) <= 0.1 * churn);
-  /* Everything the churning site allocated was freed.  */
-  KT_CHECK (churn_in == 0);
+  return fabs (small_in - small) <= 0.1 * small
+         && fabs (big_in - big) <= 0.1 * big
+         && fabs (small_all - small) <= 0.1 * small
+         && fabs (big_all - big) <= 0.1 * big
+         && fabs (churn_all - churn) <= 0.1 * churn
+         /* Everything the churning site allocated was freed.  */
+         && churn_in == 0;
+}
+
+/* The issue's target.  The estimate's standard deviation is that of
+   check_estimate: 3.6 % for the 1000-byte site (50332 blocks, p =
+   0.0151) and 3.4 % for the 96 KiB one (256 blocks, p = 0.777), so
+   10 % is 2.8 and 2.9 of them: one profile misses in about one run in
+   a hundred and twenty by chance alone (make distcheck's hugepage
+   build met one).  A second, independent profile is taken when the
+   first misses: the test then fails by chance once in about 14,000
+   runs, while a biased estimate, which misses every time, fails it.  */
+KT_TEST (google_pprof_finds_each_sites_bytes_within_ten_percent)
+{
+  NEED_PROGRAM (pprof, "google-pprof");
+  SCRATCH_DIR ();
+  KT_CHECK (three_sites_within_ten_percent (pprof)
+            || three_sites_within_ten_percent (pprof));
 }
 
 /* The output of COMMAND, whose words are ARGV (none quoted: the test's

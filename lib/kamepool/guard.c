@@ -174,49 +174,13 @@ kp_guard_init (void)
 
 /* ---- The countdown --------------------------------------------------- */
 
-/* kp_random on a state of its own: the two samplers' gaps are
-   independent.  */
-static uint64_t
-kp_guard_random (kp_tcache_t *tc)
-{
-  return kp_random (&tc->guard_rng);
-}
-
 /* A gap of the exponential distribution of mean kp_guard_rate bytes,
    at least 1 (memoryless: a block of S bytes is sampled with
    probability 1 - exp (-S / rate), whatever came before it).  */
-/* -ln (U) for U in [2^-53, 1], within a few parts in 10^9, without
-   libm: its log would fault in a hundred KiB of the library's pages in
-   every process, guarded sampling being on by default.  U is M 2^E
-   with M in [2^-1/2, 2^1/2), and ln M = 2 atanh (S) with
-   S = (M - 1) / (M + 1) within 0.172: five terms of the series, and no
-   cancellation for U near 1.  */
-static double
-kp_guard_neg_log (double u)
-{
-  uint64_t bits;
-  memcpy (&bits, &u, sizeof bits);
-  int e = (int) ((bits >> 52) & 0x7ff) - 1023;
-  bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
-  double m;
-  memcpy (&m, &bits, sizeof m);
-  if (m > 1.41421356237309505)
-    {
-      m *= 0.5;
-      e++;
-    }
-  double sq = (m - 1.0) / (m + 1.0), s2 = sq * sq;
-  double ln_m = 2.0 * sq * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5
-                                      + s2 * (1.0 / 7 + s2 / 9))));
-  return -((double) e * 0.69314718055994530942 + ln_m);
-}
-
 static int64_t
 kp_guard_gap (kp_tcache_t *tc)
 {
-  double u = ((double) (kp_guard_random (tc) >> 11) + 1.0) * 0x1p-53;
-  double g = kp_guard_neg_log (u) * kp_guard_rate;
-  return g < 1.0 ? 1 : g > 0x1p62 ? (int64_t) 1 << 62 : (int64_t) g;
+  return (int64_t) kp_exp_gap (&tc->guard_rng, kp_guard_rate);
 }
 
 void *

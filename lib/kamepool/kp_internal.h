@@ -959,6 +959,46 @@ kp_random (uint64_t *state)
   *state = x;
   return x * 0x2545F4914F6CDD1DULL;
 }
+
+/* -ln (U) for U in [2^-53, 1], within a few parts in 10^9, without
+   libm: its log would fault in a hundred KiB of the library's pages in
+   every process, guarded sampling being on by default.  U is M 2^E
+   with M in [2^-1/2, 2^1/2), and ln M = 2 atanh (S) with
+   S = (M - 1) / (M + 1) within 0.172: five terms of the series, and no
+   cancellation for U near 1.  */
+KP_INLINE double
+kp_neg_log (double u)
+{
+  uint64_t bits;
+  __builtin_memcpy (&bits, &u, sizeof bits);
+  int e = (int) ((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+  double m;
+  __builtin_memcpy (&m, &bits, sizeof m);
+  if (m > 1.41421356237309505)
+    {
+      m *= 0.5;
+      e++;
+    }
+  double sq = (m - 1.0) / (m + 1.0), s2 = sq * sq;
+  double ln_m = 2.0 * sq * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5
+                                      + s2 * (1.0 / 7 + s2 / 9))));
+  return -((double) e * 0.69314718055994530942 + ln_m);
+}
+
+/* A gap of the exponential distribution of mean RATE bytes, from the
+   numbers of *STATE (kp_random): at least 1, at most 2^62.  The
+   samplers' gaps (prof.c, guard.c), memoryless: a block of S bytes is
+   a sample with probability 1 - exp (-S / RATE) whatever came
+   before.  */
+KP_INLINE uint64_t
+kp_exp_gap (uint64_t *state, double rate)
+{
+  /* U uniform in (0, 1]: 53 random bits, plus one.  */
+  double u = ((double) (kp_random (state) >> 11) + 1.0) * 0x1p-53;
+  double g = kp_neg_log (u) * rate;
+  return g < 1.0 ? 1 : g > 0x1p62 ? (uint64_t) 1 << 62 : (uint64_t) g;
+}
 KP_HIDDEN extern _Atomic (unsigned) kp_sample_state;
 KP_INLINE bool
 kp_prof_on (void)

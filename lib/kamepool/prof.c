@@ -238,21 +238,12 @@ kp_sample_decide (void)
 
 /* ---- The countdown --------------------------------------------------- */
 
-static uint64_t
-kp_prof_random (kp_tcache_t *tc)
-{
-  return kp_random (&tc->prof_rng);
-}
-
 /* A gap of the exponential distribution of mean kp_prof_rate, in bytes
    (at least 1).  */
 static uint64_t
 kp_prof_gap (kp_tcache_t *tc)
 {
-  /* U uniform in (0, 1]: 53 random bits, plus one.  */
-  double u = ((double) (kp_prof_random (tc) >> 11) + 1.0) * 0x1p-53;
-  double g = -log (u) * kp_prof_rate;
-  return g < 1.0 ? 1 : g > 0x1p62 ? (uint64_t) 1 << 62 : (uint64_t) g;
+  return kp_exp_gap (&tc->prof_rng, kp_prof_rate);
 }
 
 /* ---- Stacks ------------------------------------------------------------ */

@@ -1,0 +1,98 @@
+/* foster.c -- kamepool.threads test of a chunk that a free takes over
+   from an exited thread: a thread that already has a partial chunk of
+   the class fosters it, so that its next refill collects the remote
+   frees that emptied it and releases it, instead of keeping it behind
+   its own partial chunks with those frees uncollected.  Exact counts
+   through kame_pool_get_stats, with no other thread running when they
+   are read.
+
+   Guarded sampling is off: the test asserts where the pool places
+   blocks, and a guarded block is not the pool's.
+   kptest-env: KAME_POOL_GUARD_SAMPLE=0
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+#include "kptest-pool.h"
+
+/* A class above the batches of remote frees (8 KiB), so that every
+   free of another thread's block is pushed at once, and that no other
+   allocation of the test uses: 50 blocks to a chunk of two units.  */
+#define SIZE ((size_t) 10304)
+#define PER ((size_t) (512 * 1024) / SIZE)
+#define LEFT 3                  /* blocks the exited thread leaves */
+
+static void *mine[2 * PER + 1];
+static void *left[LEFT];
+
+static void *
+alloc_left (void *arg)
+{
+  (void) arg;
+  for (size_t i = 0; i < LEFT; i++)
+    if ((left[i] = kame_pool_malloc (SIZE)) == NULL)
+      return "malloc failed";
+  return NULL;
+}
+
+static void *
+free_left (void *arg)
+{
+  (void) arg;
+  for (size_t i = 1; i < LEFT; i++)
+    kame_pool_free (left[i]);
+  return NULL;
+}
+
+/* The main thread fills a chunk and starts a second one, and frees a
+   block of the first: it has a partial chunk of the class.  A thread
+   allocates LEFT blocks in a chunk of its own and exits: the chunk is
+   abandoned.  The main thread frees one of them, which takes the chunk
+   over; another thread frees the others into it and exits.  The main
+   thread then allocates a chunk's worth of blocks, which refills at
+   least once: the chunk taken over is empty by then, and is released,
+   so the main thread's blocks fill its own two chunks and no third.
+   (Kept as the main thread's own, the chunk waited on its partial list
+   with the two frees uncollected, and the blocks spread over three.)  */
+KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK_EQ (s0.classes[k].block_size, SIZE);
+  KT_CHECK_EQ (s0.classes[k].chunks, 0);
+  for (size_t i = 0; i <= PER; i++)
+    KT_CHECK ((mine[i] = kame_pool_malloc (SIZE)) != NULL);
+  kame_pool_free (mine[0]);
+  kt_in_a_thread (alloc_left);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, 3);
+  KT_CHECK_EQ (s1.abandoned_chunks, 1);
+  KT_CHECK_EQ (s1.classes[k].live_blocks, PER + LEFT);
+  kame_pool_free (left[0]);
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.abandoned_chunks, 0);
+  KT_CHECK_EQ (s2.classes[k].live_blocks, PER + LEFT - 1);
+  kt_in_a_thread (free_left);
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.classes[k].chunks, 3);
+  KT_CHECK_EQ (s3.classes[k].live_blocks, PER);
+  KT_CHECK_EQ (s3.remote_pending, LEFT - 1);
+  for (size_t i = PER + 1; i < 2 * PER + 1; i++)
+    KT_CHECK ((mine[i] = kame_pool_malloc (SIZE)) != NULL);
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.remote_pending, 0);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, 2 * PER);
+  KT_CHECK_EQ (s4.classes[k].chunks, 2);
+  KT_CHECK_EQ (s4.classes[k].free_blocks, 0);
+  for (size_t i = 1; i < 2 * PER + 1; i++)
+    kame_pool_free (mine[i]);
+}
+
+KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied))

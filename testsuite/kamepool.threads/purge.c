@@ -315,8 +315,22 @@ KT_TEST (a_steady_cycle_gives_back_nothing_and_faults_nothing)
       if (round > 1 && (ru.ru_minflt != faults || c != calls))
         KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
                   round, ru.ru_minflt - faults, c - calls);
+      /* The purge thread that the first rounds' frees started faults
+         its own stack in when it first runs, which on a loaded
+         machine may come during round 2: let it make its first pass
+         before the counting starts.  */
+      for (int ms = 0; round == 1 && ms < 5000; ms += 10)
+        {
+          kame_pool_stats_t s = kt_pool_stats ();
+          if (!s.background_running || s.background_passes > 0)
+            break;
+          sleep_ms (10);
+        }
+      getrusage (RUSAGE_SELF, &ru);
+      if (!count_faults)
+        ru.ru_minflt = 0;
       faults = ru.ru_minflt;
-      calls = c;
+      calls = kt_pool_stats ().discard_calls;
     }
 }
 

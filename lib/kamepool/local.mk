@@ -39,7 +39,7 @@ libkamepool_la_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDING_LIBKAMEPOOL
 ## SSE register, four instructions where two do.
 libkamepool_la_CFLAGS = $(AM_CFLAGS) -fno-semantic-interposition -ftls-model=$(KP_TLS_MODEL) \
 	-fno-tree-slp-vectorize
-libkamepool_la_LIBADD = $(NUMA_LIBS) $(PTHREAD_LIBS) $(UNWIND_LIBS) -lm $(LIBS)
+libkamepool_la_LIBADD = $(NUMA_LIBS) $(PTHREAD_LIBS) $(UNWIND_LIBS) $(LIBS)
 libkamepool_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -version-info $(KAMEPOOL_LT_VERSION)
 if HAVE_LD_VERSION_SCRIPT
 libkamepool_la_LDFLAGS += -Wl,--version-script=$(srcdir)/lib/kamepool/libkamepool.map

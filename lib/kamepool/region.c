@@ -254,11 +254,14 @@ kp_region_new (unsigned node)
      faulted in after it, and the metadata is written just below.  */
   kp_numa_bind (r, KP_REGION_SIZE, node);
   /* The mapping is zero-filled: back[], abandoned[] and the descriptor
-     fields start at 0.  Unit 0 is claimed for the metadata, and every
-     descriptor starts DEAD (owned bit set, no owner).  */
+     fields start at 0, and unit 0 is claimed for the metadata.  A
+     descriptor's xthread_free is 0 until its first chunk is set up
+     (kp_chunk_setup stores OWNED before the kind): nothing reads it
+     before, as no hint bit names a unit that never started a chunk,
+     and a free finds no chunk of kind SMALL there.  Left untouched,
+     the descriptors' pages are faulted in only as chunks use them, not
+     the eight of them at the creation of every region.  */
   atomic_init (&r->claim[0], 1);
-  for (unsigned u = 0; u < KP_UNITS; u++)
-    atomic_init (&r->desc[u].xthread_free, KP_TF_OWNED);
   atomic_init (&r->has_free, 1);
   r->numa_node = (uint8_t) node;
   int thp = kp_thp_policy_now ();

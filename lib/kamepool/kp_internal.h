@@ -1326,6 +1326,18 @@ kp_region_next (const kp_region_t *r)
 #define KP_FOR_EACH_REGION(r)                                           \
   for (kp_region_t *r = kp_region_first (); r != NULL;                  \
        r = kp_region_next (r))
+/* Whether unit U of R may hold a chunk's descriptor: claimed, and the
+   first unit of its run (back-offset 0).  The walks of the statistics
+   read those descriptors only: one that no chunk has used lies on a
+   page that nothing wrote (kp_region_new), and a read would fault it
+   in.  */
+KP_INLINE bool
+kp_unit_starts_chunk (const kp_region_t *r, unsigned u)
+{
+  return ((atomic_load_explicit (&r->claim[u / 64], memory_order_relaxed)
+           >> (u % 64)) & 1) != 0
+         && atomic_load_explicit (&r->back[u], memory_order_relaxed) == 0;
+}
 KP_HIDDEN size_t kp_region_count (void);
 
 /* ---- The background purge (purge.c) ------------------------------------ */

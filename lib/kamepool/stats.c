@@ -56,8 +56,9 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows,
     for (unsigned u = 1; u < KP_UNITS; u++)
       {
         kp_chunk_t *c = &r->desc[u];
-        if (atomic_load_explicit (&c->kind, memory_order_relaxed)
-            != KP_KIND_SMALL)
+        if (!kp_unit_starts_chunk (r, u)
+            || atomic_load_explicit (&c->kind, memory_order_relaxed)
+               != KP_KIND_SMALL)
           continue;
         unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
         size_t size = atomic_load_explicit (&c->block_size,
@@ -170,6 +171,8 @@ kp_stats_peak_measure (void)
     for (unsigned u = 1; u < KP_UNITS; u++)
       {
         kp_chunk_t *c = &r->desc[u];
+        if (!kp_unit_starts_chunk (r, u))
+          continue;
         unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
         if (kind == KP_KIND_DEDICATED)
           live += (size_t) atomic_load_explicit (&c->units,
@@ -221,6 +224,8 @@ kame_pool_get_stats (kame_pool_stats_t *s)
       units--;                  /* unit 0, the metadata */
       for (unsigned u = 1; u < KP_UNITS; u++)
         {
+          if (!kp_unit_starts_chunk (r, u))
+            continue;
           unsigned kind = atomic_load_explicit (&r->desc[u].kind,
                                                 memory_order_relaxed);
           if (kind == KP_KIND_NONE)

@@ -984,14 +984,15 @@ kp_chunk_retire (kp_chunk_t *c)
 }
 
 /* We have just set the OWNED bit of C, which had no owner.  Collect,
-   then release it if empty, keep it if this thread uses the class and
-   has no partial chunk of it, or may foster one more, or abandon it
-   again.  A thread that has partial chunks of the class has room for
-   its mallocs already: kept as its own, C would wait behind them with
-   its other blocks' remote frees uncollected, for as long as the
-   thread lives; fostered, the refills sweep it and release it when
-   its last block comes back; let go, any thread's refill may adopt
-   it.  */
+   then release it if empty, keep it if this thread's heap set it up
+   (a chunk the thread itself handed over, kp_chunk_shed) or if the
+   thread uses the class and has no partial chunk of it, or foster it
+   if it may foster one more, or abandon it again.  A thread that has
+   partial chunks of the class has room for its mallocs already: kept
+   as its own, another thread's chunk would wait behind them with its
+   other blocks' remote frees uncollected, for as long as the thread
+   lives; fostered, the refills sweep it and release it when its last
+   block comes back; let go, any thread's refill may adopt it.  */
 static void
 kp_abandoned_collect (kp_chunk_t *c)
 {
@@ -1007,8 +1008,9 @@ kp_abandoned_collect (kp_chunk_t *c)
       unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
       if (kp_heap_live (h))
         {
-          bool uses = (c->orig_heap == h || kp_thread_uses_class (cls))
-                      && h->partial[cls].head == NULL;
+          bool uses = c->orig_heap == h
+                      || (kp_thread_uses_class (cls)
+                          && h->partial[cls].head == NULL);
           if (uses || h->fostered < KP_FOSTER_MAX)
             {
               atomic_store_explicit (&c->owner, h, memory_order_relaxed);

@@ -1,10 +1,11 @@
-/* foster.c -- kamepool.threads test of a chunk that a free takes over
-   from an exited thread: a thread that already has a partial chunk of
-   the class fosters it, so that its next refill collects the remote
-   frees that emptied it and releases it, instead of keeping it behind
-   its own partial chunks with those frees uncollected.  Exact counts
-   through kame_pool_get_stats, with no other thread running when they
-   are read.
+/* foster.c -- kamepool.threads tests of a chunk that a free takes
+   over: from an exited thread, a thread that already has a partial
+   chunk of the class fosters it, so that its next refill collects the
+   remote frees that emptied it and releases it, instead of keeping it
+   behind its own partial chunks with those frees uncollected; the
+   chunks a thread shed itself, it takes back.  Exact counts through
+   kame_pool_get_stats, with no other thread running when they are
+   read.
 
    Guarded sampling is off: the test asserts where the pool places
    blocks, and a guarded block is not the pool's.
@@ -95,4 +96,58 @@ KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied)
     kame_pool_free (mine[i]);
 }
 
-KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied))
+/* A class of its own for the test below: 42 blocks to a chunk of two
+   units.  */
+#define SHED_SIZE ((size_t) 12352)
+#define SHED_PER ((size_t) (512 * 1024) / SHED_SIZE)
+#define SHED_CHUNKS 20
+#define TAKEN 10
+
+static void *shed_blk[SHED_CHUNKS * SHED_PER];
+
+/* The main thread fills SHED_CHUNKS chunks and then frees a block of
+   each: past 16 such frees with no malloc in between it is tearing a
+   working set down, and hands its partial chunks over but the newest
+   (kp_chunk_shed; the first chunk freed into became the active one).
+   It then frees a block of TAKEN of those: each free
+   takes its chunk over, and the thread keeps it as its own although it
+   has a partial chunk of the class, since it set the chunk up.  (The
+   rule for other threads' chunks would foster 8 of them and leave the
+   others abandoned.)  */
+KT_TEST (a_thread_takes_back_the_chunks_it_shed)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = kt_pool_class (&s0, SHED_SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK_EQ (s0.classes[k].block_size, SHED_SIZE);
+  KT_CHECK_EQ (s0.classes[k].chunks, 0);
+  for (size_t i = 0; i < SHED_CHUNKS * SHED_PER; i++)
+    KT_CHECK ((shed_blk[i] = kame_pool_malloc (SHED_SIZE)) != NULL);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, SHED_CHUNKS);
+  KT_CHECK_EQ (s1.abandoned_chunks, s0.abandoned_chunks);
+  for (size_t c = 0; c < SHED_CHUNKS; c++)
+    {
+      kame_pool_free (shed_blk[c * SHED_PER]);
+      shed_blk[c * SHED_PER] = NULL;
+    }
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK (s2.abandoned_chunks >= s0.abandoned_chunks + TAKEN);
+  /* Chunk 0 took the active chunk's place at the first free (which
+     had no free block); the shed chunks are those after it.  */
+  for (size_t c = 1; c <= TAKEN; c++)
+    {
+      kame_pool_free (shed_blk[c * SHED_PER + 1]);
+      shed_blk[c * SHED_PER + 1] = NULL;
+    }
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.abandoned_chunks - s3.abandoned_chunks, TAKEN);
+  KT_CHECK_EQ (s3.classes[k].chunks, SHED_CHUNKS);
+  KT_CHECK_EQ (s3.classes[k].live_blocks,
+               SHED_CHUNKS * SHED_PER - SHED_CHUNKS - TAKEN);
+  for (size_t i = 0; i < SHED_CHUNKS * SHED_PER; i++)
+    kame_pool_free (shed_blk[i]);
+}
+
+KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied),
+         KT_CASE (a_thread_takes_back_the_chunks_it_shed))

@@ -25,6 +25,7 @@
 #include "kame_pool.h"
 #include "kptest.h"
 #include "kptest-pool.h"
+#include "kptest-sampled.h"
 
 /* ---- The cases, in the child -------------------------------------------- */
 
@@ -396,6 +397,8 @@ guard_child (void)
     }
   else if (strcmp (mode, "correct") == 0)
     correct_use ();
+  else if (strcmp (mode, "fork_in_handler") == 0)
+    kt_sampled_fork_in_handler ();
   else if (strcmp (mode, "off") == 0)
     {
       guard_site_free (guard_site_alloc (100));
@@ -642,6 +645,18 @@ KT_TEST (correct_use_reports_nothing)
                    "fork child 0\n");
 }
 
+/* A fork from a signal handler that interrupted a guarded malloc or
+   free, which held the pool's lock: neither the process nor its
+   children hang, and the children work (kt_sampled_fork_in_handler).  */
+KT_TEST (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang)
+{
+  int status = run_child ("fork_in_handler", NULL);
+  char why[256];
+  if (kt_sampled_fork_failed (status, out, why, sizeof why))
+    KT_FAILF ("%s", why);
+  KT_CHECK_STR_EQ (err, "");
+}
+
 KT_TEST (stats_count_slots_blocks_and_reports_exactly)
 {
   static const char *const env[] = { "KAME_POOL_GUARD_SLOTS=64",
@@ -756,6 +771,7 @@ KT_MAIN (KT_CASE (use_after_free_read_of_16_bytes_is_caught_with_both_stacks),
          KT_CASE (use_after_free_in_another_thread_than_the_freer_names_both),
          KT_CASE (a_full_pool_serves_from_the_pool_and_reuses_the_oldest_slot),
          KT_CASE (correct_use_reports_nothing),
+         KT_CASE (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang),
          KT_CASE (stats_count_slots_blocks_and_reports_exactly),
          KT_CASE (guarded_sampling_and_the_heap_profile_run_together),
          KT_CASE (with_on_misuse_report_a_fault_is_reported_and_the_program_goes_on),

@@ -24,6 +24,7 @@
 #include "kame_pool.h"
 #include "kptest.h"
 #include "kptest-pool.h"
+#include "kptest-sampled.h"
 #define KT_WORKDIR_TEMPLATE "/tmp/kptest-prof-XXXXXX"
 #include "kptest-programs.h"
 
@@ -232,6 +233,8 @@ prof_child (void)
     work_two_sizes ();
   else if (strcmp (mode, "full_table") == 0)
     work_full_table ();
+  else if (strcmp (mode, "fork_in_handler") == 0)
+    kt_sampled_fork_in_handler ();
   else if (strcmp (mode, "errors") == 0)
     {
       int e = errno = 1234;
@@ -727,6 +730,23 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
   KT_CHECK_EQ (child_n.alloc_n, 3);
 }
 
+/* A fork from a signal handler that interrupted a sampled call, which
+   held the profile's lock: neither the process nor its children hang,
+   and the children work (kt_sampled_fork_in_handler).  */
+KT_TEST (a_fork_from_a_handler_inside_a_sampled_call_does_not_hang)
+{
+  SCRATCH_DIR ();
+  static const char *const env[] = { "KP_PROF_CHILD=fork_in_handler",
+                                     "KAME_POOL_PROF=p",
+                                     "KAME_POOL_PROF_SAMPLE=1", NULL };
+  int status;
+  KT_CHECK (kt_run_self (env, false, workdir, out, sizeof out, err,
+                         sizeof err, &status, NULL));
+  char why[256];
+  if (kt_sampled_fork_failed (status, out, why, sizeof why))
+    KT_FAILF ("%s", why);
+}
+
 /* Freed runs keep their pages, up to 256 pages past their headers in
    all: with the free runs at that bound, a block made and freed again
    and again takes a kept run of its length and keeps it again, with no
@@ -922,6 +942,7 @@ KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),
          KT_CASE (a_forked_child_goes_on_from_the_parents_profile),
+         KT_CASE (a_fork_from_a_handler_inside_a_sampled_call_does_not_hang),
          KT_CASE (freed_sampled_runs_keep_their_pages_up_to_a_bound),
          KT_CASE (a_full_stack_table_keeps_the_program_going_and_says_so),
          KT_CASE (the_exit_profile_and_its_line_on_stderr_agree),

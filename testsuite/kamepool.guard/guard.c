@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -120,35 +119,7 @@ static void
 correct_use (void)
 {
   kame_pool_stats_t s0 = kt_pool_stats ();
-  char *p = guard_site_alloc (1000);
-  memset (p, 7, 1000);
-  printf ("usable %zu\n", kame_pool_malloc_usable_size (p));
-  if (kt_pool_interposes ())
-    printf ("malloc_usable_size %zu\n", malloc_usable_size (p));
-  else
-    printf ("malloc_usable_size 1008\n");
-  printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
-  char *q = kame_pool_realloc (p, 5555);
-  printf ("grown %d, kept %d, usable %zu\n", q != p, q[0] == 7 && q[49] == 7,
-          kame_pool_malloc_usable_size (q));
-  char *volatile within = q + 5555;
-  *within = 1;                  /* within the usable size, 5568 */
-  kame_pool_free_sized (q, 5555);
-  int *z = kame_pool_calloc (1000, sizeof *z);
-  int sum = 0;
-  for (int i = 0; i < 1000; i++)
-    sum += z[i];
-  printf ("calloc zero %d\n", sum == 0);
-  kame_pool_free (z);
-  void *a = kame_pool_aligned_alloc (4096, 4096);
-  void *b = NULL;
-  int rc = kame_pool_posix_memalign (&b, 256, 700);
-  printf ("aligned %d %d\n", ((uintptr_t) a & 4095) == 0,
-          rc == 0 && ((uintptr_t) b & 255) == 0);
-  memset (a, 1, 4096);
-  memset (b, 1, 700);
-  kame_pool_free (a);
-  kame_pool_free (b);
+  kt_sampled_family (1000);
   /* Blocks above the largest guarded size come from the pool.  */
   void *big = kame_pool_malloc (40000);
   memset (big, 1, 40000);

@@ -12,7 +12,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <malloc.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -248,28 +247,7 @@ prof_child (void)
     {
       /* Every block sampled (KAME_POOL_PROF_SAMPLE=1): each call of
          the family on a sampled block.  */
-      char *p = kame_pool_malloc (1234);
-      memset (p, 7, 1234);
-      printf ("usable %zu\n", kame_pool_malloc_usable_size (p));
-      if (kt_pool_interposes ())
-        printf ("malloc_usable_size %zu\n", malloc_usable_size (p));
-      else
-        printf ("malloc_usable_size 1248\n");
-      printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
-      char *q = kame_pool_realloc (p, 5555);
-      printf ("grown %d, kept %d\n", q != NULL && q != p,
-              q[0] == 7 && q[49] == 7);
-      printf ("usable %zu\n", kame_pool_malloc_usable_size (q));
-      kame_pool_free_sized (q, 5555);
-      int *z = kame_pool_calloc (1000, sizeof *z);
-      int sum = 0;
-      for (int i = 0; i < 1000; i++)
-        sum += z[i];
-      printf ("calloc zero %d\n", sum == 0);
-      kame_pool_free (z);
-      void *a = kame_pool_aligned_alloc (4096, 4096);
-      printf ("aligned %d\n", a != NULL && ((uintptr_t) a & 4095) == 0);
-      kame_pool_free (a);
+      kt_sampled_family (1234);
       dump_or_say ("now.heap");
     }
   else if (strcmp (mode, "threads") == 0)
@@ -676,8 +654,8 @@ KT_TEST (sampled_blocks_answer_every_call_of_the_family)
   KT_CHECK (run_child ("calls", true, "1", out, sizeof out, err,
                        sizeof err, NULL));
   KT_CHECK_STR_EQ (out, "usable 1248\nmalloc_usable_size 1248\n"
-                   "shrunk in place 1\ngrown 1, kept 1\nusable 5568\n"
-                   "calloc zero 1\naligned 1\n");
+                   "shrunk in place 1\ngrown 1, kept 1, usable 5568\n"
+                   "calloc zero 1\naligned 1 1\n");
   char path[4200];
   snprintf (path, sizeof path, "%s/now.heap", workdir);
   counts_t c, all;

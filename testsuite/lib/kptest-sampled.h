@@ -8,9 +8,74 @@
 #ifndef KPTEST_SAMPLED_H
 #define KPTEST_SAMPLED_H 1
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+
+/* ---- Every call of the malloc family on sampled blocks ---------------- */
+
+/* With every block sampled: a block of N bytes (its usable size U is N
+   rounded up to 16), its usable size from kame_pool_malloc_usable_size
+   and, where malloc is the pool's, from malloc_usable_size; realloc in
+   place to 50 bytes, then out of place to 5555 bytes (the contents
+   kept, the usable size 5568, a byte written past 5555); free_sized;
+   calloc's zeros; aligned_alloc and posix_memalign.  What it prints
+   when all is well:
+
+     usable U
+     malloc_usable_size U
+     shrunk in place 1
+     grown 1, kept 1, usable 5568
+     calloc zero 1
+     aligned 1 1
+
+   Where malloc is not the pool's (a sanitizer build), the second line
+   repeats the pool's figure.  */
+static __attribute__ ((__unused__)) void
+kt_sampled_family (size_t n)
+{
+  char *p = kame_pool_malloc (n);
+  if (p == NULL)
+    {
+      printf ("malloc failed\n");
+      return;
+    }
+  memset (p, 7, n);
+  size_t usable = kame_pool_malloc_usable_size (p);
+  printf ("usable %zu\n", usable);
+  printf ("malloc_usable_size %zu\n",
+          kt_pool_interposes () ? malloc_usable_size (p) : usable);
+  printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
+  char *q = kame_pool_realloc (p, 5555);
+  if (q == NULL)
+    {
+      printf ("realloc failed\n");
+      return;
+    }
+  printf ("grown %d, kept %d, usable %zu\n", q != p,
+          q[0] == 7 && q[49] == 7, kame_pool_malloc_usable_size (q));
+  char *volatile within = q + 5555;
+  *within = 1;                  /* within the usable size, 5568 */
+  kame_pool_free_sized (q, 5555);
+  int *z = kame_pool_calloc (1000, sizeof *z);
+  int sum = z == NULL;
+  for (int i = 0; z != NULL && i < 1000; i++)
+    sum += z[i];
+  printf ("calloc zero %d\n", sum == 0);
+  kame_pool_free (z);
+  void *a = kame_pool_aligned_alloc (4096, 4096);
+  void *b = NULL;
+  int rc = kame_pool_posix_memalign (&b, 256, 700);
+  printf ("aligned %d %d\n", a != NULL && ((uintptr_t) a & 4095) == 0,
+          rc == 0 && ((uintptr_t) b & 255) == 0);
+  if (a != NULL)
+    memset (a, 1, 4096);
+  if (b != NULL)
+    memset (b, 1, 700);
+  kame_pool_free (a);
+  kame_pool_free (b);
+}
 
 /* ---- A fork from a signal handler that interrupted a sampled call ---- */
 

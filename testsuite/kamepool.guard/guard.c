@@ -621,7 +621,8 @@ KT_TEST (correct_use_reports_nothing)
    children hang, and the children work (kt_sampled_fork_in_handler).  */
 KT_TEST (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang)
 {
-  int status = run_child ("fork_in_handler", NULL);
+  const char *const env[] = { kt_sampled_fork_env (), NULL };
+  int status = run_child ("fork_in_handler", env);
   char why[256];
   if (kt_sampled_fork_failed (status, out, why, sizeof why))
     KT_FAILF ("%s", why);

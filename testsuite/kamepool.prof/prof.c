@@ -714,9 +714,9 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
 KT_TEST (a_fork_from_a_handler_inside_a_sampled_call_does_not_hang)
 {
   SCRATCH_DIR ();
-  static const char *const env[] = { "KP_PROF_CHILD=fork_in_handler",
-                                     "KAME_POOL_PROF=p",
-                                     "KAME_POOL_PROF_SAMPLE=1", NULL };
+  const char *const env[] = { "KP_PROF_CHILD=fork_in_handler",
+                              "KAME_POOL_PROF=p", "KAME_POOL_PROF_SAMPLE=1",
+                              kt_sampled_fork_env (), NULL };
   int status;
   KT_CHECK (kt_run_self (env, false, workdir, out, sizeof out, err,
                          sizeof err, &status, NULL));

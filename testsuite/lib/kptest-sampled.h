@@ -167,6 +167,27 @@ kt_sampled_fork_in_handler (void)
           (int) kt_forks_in_call);
 }
 
+/* The last entry of the environment of kt_sampled_fork_in_handler's
+   run, or NULL.  ThreadSanitizer's own handler of a fork's child
+   starts its background thread, whose allocation it then reports as a
+   call unsafe in the signal handler, and a child that writes such
+   reports fills the pipe of the run's stderr, which kt_run_self reads
+   after its stdout: TSAN_OPTIONS keeps those reports off, the options
+   already set kept.  */
+static __attribute__ ((__unused__)) const char *
+kt_sampled_fork_env (void)
+{
+#ifdef __SANITIZE_THREAD__
+  static char env[1024];
+  const char *old = getenv ("TSAN_OPTIONS");
+  snprintf (env, sizeof env, "TSAN_OPTIONS=%s%sreport_signal_unsafe=0",
+            old != NULL ? old : "", old != NULL && *old != '\0' ? ":" : "");
+  return env;
+#else
+  return NULL;
+#endif
+}
+
 /* What is wrong with a run of kt_sampled_fork_in_handler that ended
    with STATUS and printed OUT, in WHY (SIZE bytes); false when
    nothing is.  */

@@ -63,13 +63,19 @@
 
    Stacks.  prof.c's unwinder (kp_prof_unwind), at the guarded malloc
    and free, before the lock; kp_tc.prof_busy makes any malloc made
-   inside it unsampled.  */
+   inside it unsampled.
+
+   Fork.  The lock is a kp_sample_lock_t (prof.c), whose word names its
+   holder: a fork from a signal handler that interrupted this thread
+   inside the lock leaves the lock alone (kp_guard_atfork_prepare), and
+   the interrupted operation finishes in both processes; a malloc of
+   that handler, or of the child, takes no guarded sample
+   (kp_guard_sample).  */
 
 #include <config.h>
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +121,7 @@ static size_t kp_guard_nslots;
 
 /* Under kp_guard_lock, but the fields published by kp_guard_ready
    (see the top).  */
-static pthread_mutex_t kp_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static kp_sample_lock_t kp_guard_lock = KP_SAMPLE_LOCK_INIT;
 static _Atomic (bool) kp_guard_ready;
 static bool kp_guard_failed;          /* no memory for the pool */
 static uintptr_t kp_guard_lo, kp_guard_hi;      /* the reservation */
@@ -125,30 +131,6 @@ static size_t kp_guard_fresh;         /* slots never used: from here */
 static uint32_t kp_guard_qhead, kp_guard_qtail; /* index + 1, 0: none */
 static size_t kp_guard_placed;        /* blocks ever: every 4th left */
 static struct sigaction kp_guard_old_segv, kp_guard_old_bus;
-
-/* The lock, and the calling thread's mark that it holds it
-   (kp_tc.guard_locked): a fork from a signal handler that interrupted
-   this thread inside the lock leaves the lock alone
-   (kp_guard_atfork_prepare), and the interrupted operation finishes in
-   both processes; a malloc of that handler, or of the child, takes no
-   guarded sample (kp_guard_sample).  */
-static void
-kp_guard_lock_take (void)
-{
-  pthread_mutex_lock (&kp_guard_lock);
-  atomic_signal_fence (memory_order_seq_cst);
-  kp_tc.guard_locked = true;
-  atomic_signal_fence (memory_order_seq_cst);
-}
-
-static void
-kp_guard_lock_give (void)
-{
-  atomic_signal_fence (memory_order_seq_cst);
-  kp_tc.guard_locked = false;
-  atomic_signal_fence (memory_order_seq_cst);
-  pthread_mutex_unlock (&kp_guard_lock);
-}
 
 /* Relaxed counters: any thread adds, the statistics read.  */
 static _Atomic (size_t) kp_guard_live, kp_guard_allocs, kp_guard_reports;
@@ -203,7 +185,7 @@ kp_guard_sample (size_t n, size_t align, bool take)
           return NULL;
         }
     }
-  if (tc->prof_busy || tc->guard_locked)
+  if (tc->prof_busy || kp_sample_lock_mine (&kp_guard_lock))
     {
       /* A malloc of the unwinder's, or of a signal handler that
          interrupted this thread inside the lock: the next malloc comes
@@ -297,9 +279,6 @@ kp_guard_slot_take (void)
   return -1;
 }
 
-/* The calling thread's id, asked of the kernel once per thread
-   (kp_tc.guard_tid; the child of a fork asks again,
-   kp_guard_atfork_child).  */
 /* Put slot I at the tail of the quarantine.  Under the lock.  */
 static void
 kp_guard_quarantine (size_t i)
@@ -312,15 +291,6 @@ kp_guard_quarantine (size_t i)
   kp_guard_qtail = (uint32_t) i + 1;
 }
 
-static int32_t
-kp_guard_tid (void)
-{
-  kp_tcache_t *tc = &kp_tc;
-  if (tc->guard_tid == 0)
-    tc->guard_tid = (int32_t) syscall (SYS_gettid);
-  return tc->guard_tid;
-}
-
 void *
 kp_guard_malloc (size_t n, size_t align)
 {
@@ -331,7 +301,7 @@ kp_guard_malloc (size_t n, size_t align)
   uintptr_t pc[KP_GUARD_DEPTH];
   size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
   void *p = NULL;
-  kp_guard_lock_take ();
+  kp_sample_lock (&kp_guard_lock);
   if (!atomic_load_explicit (&kp_guard_ready, memory_order_relaxed)
       && !kp_guard_failed && !kp_guard_reserve ())
     {
@@ -364,7 +334,7 @@ kp_guard_malloc (size_t n, size_t align)
           s->usable = usable;
           s->state = KP_GUARD_LIVE;
           s->next = 0;
-          s->alloc_tid = kp_guard_tid ();
+          s->alloc_tid = kp_sample_tid ();
           s->alloc_depth = (uint32_t) depth;
           memcpy (s->alloc_pc, pc, depth * sizeof *pc);
           s->free_depth = 0;
@@ -385,7 +355,7 @@ kp_guard_malloc (size_t n, size_t align)
           kp_guard_quarantine ((size_t) i);
         }
     }
-  kp_guard_lock_give ();
+  kp_sample_unlock (&kp_guard_lock);
   tc->prof_busy = false;
   return p;
 }
@@ -539,7 +509,7 @@ kp_guard_bad_free (const char *call, void *p)
     copy = kp_guard_slots[i];
   else
     memset (&copy, 0, sizeof copy);
-  kp_guard_lock_give ();
+  kp_sample_unlock (&kp_guard_lock);
   kp_guard_report (call, what, (uintptr_t) p, &copy);
   if (kp_option_misuse_aborts ())
     abort ();
@@ -554,7 +524,7 @@ kp_guard_free (const char *call, void *p)
   uintptr_t pc[KP_GUARD_DEPTH];
   size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
   tc->prof_busy = busy;
-  kp_guard_lock_take ();
+  kp_sample_lock (&kp_guard_lock);
   ptrdiff_t i = kp_guard_live_slot (p);
   if (i < 0)
     {
@@ -568,30 +538,30 @@ kp_guard_free (const char *call, void *p)
   mprotect ((void *) first, last - first, PROT_NONE);
   errno = saved;
   s->state = KP_GUARD_FREED;
-  s->free_tid = kp_guard_tid ();
+  s->free_tid = kp_sample_tid ();
   s->free_depth = (uint32_t) depth;
   memcpy (s->free_pc, pc, depth * sizeof *pc);
   kp_guard_quarantine ((size_t) i);
   atomic_fetch_sub_explicit (&kp_guard_live, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit (&kp_guard_live_bytes, s->usable,
                              memory_order_relaxed);
-  kp_guard_lock_give ();
+  kp_sample_unlock (&kp_guard_lock);
 }
 
 size_t
 kp_guard_usable (const void *p)
 {
-  kp_guard_lock_take ();
+  kp_sample_lock (&kp_guard_lock);
   ptrdiff_t i = kp_guard_live_slot (p);
   size_t n = i >= 0 ? kp_guard_slots[i].usable : 0;
-  kp_guard_lock_give ();
+  kp_sample_unlock (&kp_guard_lock);
   return n;
 }
 
 void
 kp_guard_misuse (const char *call, void *p)
 {
-  kp_guard_lock_take ();
+  kp_sample_lock (&kp_guard_lock);
   kp_guard_bad_free (call, p);
 }
 
@@ -754,38 +724,20 @@ kp_guard_blocks (size_t *allocs, size_t *alloc_bytes, size_t *live,
                                       memory_order_relaxed);
 }
 
-/* Whether kp_guard_atfork_prepare left the lock alone: the forking
-   thread's own (it runs the three handlers).  */
-static __thread bool kp_guard_fork_skipped KP_TLS_ATTR;
-
 void
 kp_guard_atfork_prepare (void)
 {
-  if (kp_tc.guard_locked)
-    {
-      /* A fork from a signal handler that interrupted this thread
-         inside the lock: the operation goes on in both processes.  */
-      kp_guard_fork_skipped = true;
-      return;
-    }
-  pthread_mutex_lock (&kp_guard_lock);
+  kp_sample_lock_prepare (&kp_guard_lock);
 }
 
 void
 kp_guard_atfork_parent (void)
 {
-  if (kp_guard_fork_skipped)
-    kp_guard_fork_skipped = false;
-  else
-    pthread_mutex_unlock (&kp_guard_lock);
+  kp_sample_lock_after_fork (&kp_guard_lock, false);
 }
 
 void
 kp_guard_atfork_child (void)
 {
-  kp_tc.guard_tid = 0;
-  if (kp_guard_fork_skipped)
-    kp_guard_fork_skipped = false;
-  else
-    pthread_mutex_unlock (&kp_guard_lock);
+  kp_sample_lock_after_fork (&kp_guard_lock, true);
 }

@@ -52,8 +52,10 @@
      kp_sample_state        release stores by kp_process_init only;
                             acquire by kp_malloc_sample, relaxed by
                             the others.
-     heap profile records   under prof.c's mutex; kp_tc.prof_* the
-                            thread's own.
+     heap profile records   under prof.c's kp_sample_lock_t, whose
+                            word, the holder's id, is taken by an
+                            acquire CAS and given back by a release
+                            exchange; kp_tc.prof_* the thread's own.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -719,14 +721,13 @@ typedef struct kp_tcache
   /* With guarded sampling on (alloc.c, kp_malloc_sample_shared): what
      the countdown was armed with, and the bytes left before each
      sampler's next sample; guarded sampling's random numbers (0: no
-     gap drawn yet), and the thread's id for its reports (0: not asked
-     yet).  The thread's own.  */
+     gap drawn yet).  The thread's own.  */
   int64_t sample_armed, prof_rem, guard_rem;
   uint64_t guard_rng;
-  int32_t guard_tid;
-  /* Whether the thread holds guard.c's lock (guard.c,
-     kp_guard_lock_take).  */
-  bool guard_locked;
+  /* The thread's id, for the samplers' locks and guarded sampling's
+     reports (prof.c, kp_sample_tid; 0: not asked yet, and again in the
+     child of a fork).  The thread's own.  */
+  int32_t sample_tid;
 } kp_tcache_t;
 
 /* ---- The thread's heap and the heap records (thread.c) ----------------- */
@@ -1044,6 +1045,41 @@ KP_HIDDEN void kp_prof_blocks (size_t *allocs, size_t *alloc_bytes,
 KP_HIDDEN void kp_prof_atfork_prepare (void);
 KP_HIDDEN void kp_prof_atfork_parent (void);
 KP_HIDDEN void kp_prof_atfork_child (void);
+
+/* The lock of a sampler (the heap profile's, guarded sampling's).  Its
+   word holds the holder's thread id, set and cleared by one atomic
+   operation each, so that a thread, even in a signal handler that
+   interrupted it anywhere, knows whether it holds the lock
+   (kp_sample_lock_mine): a fork from such a handler leaves the lock
+   alone instead of waiting for itself (kp_sample_lock_prepare), and a
+   malloc of such a handler takes no sample of that sampler.  prof.c.  */
+typedef struct kp_sample_lock
+{
+  /* 0: free; else the holder's kp_sample_tid, with
+     KP_SAMPLE_LOCK_WAITERS when a thread may sleep on the word
+     (futex).  Acquire CAS to take it, release exchange to give it
+     back.  */
+  _Atomic (uint32_t) word;
+  /* Set by kp_sample_lock_prepare, cleared by the handlers after the
+     fork, when the forking thread held the lock: written and read by
+     the holder only.  */
+  bool fork_skipped;
+} kp_sample_lock_t;
+#define KP_SAMPLE_LOCK_WAITERS 0x80000000u
+#define KP_SAMPLE_LOCK_INIT { 0, false }
+/* The calling thread's id (gettid, asked once per thread).  */
+KP_HIDDEN int32_t kp_sample_tid (void);
+KP_HIDDEN void kp_sample_lock (kp_sample_lock_t *l);
+KP_HIDDEN void kp_sample_unlock (kp_sample_lock_t *l);
+/* Whether the calling thread holds L.  */
+KP_HIDDEN bool kp_sample_lock_mine (kp_sample_lock_t *l);
+/* The atfork handlers' part: take L before the fork, unless the
+   forking thread holds it; give it back after (in the parent, and in
+   the child, IN_CHILD), unless it was left alone, which in the child
+   makes the lock the child's thread's.  */
+KP_HIDDEN void kp_sample_lock_prepare (kp_sample_lock_t *l);
+KP_HIDDEN void kp_sample_lock_after_fork (kp_sample_lock_t *l,
+                                          bool in_child);
 
 /* ---- Guarded sampling (guard.c) -----------------------------------------
 

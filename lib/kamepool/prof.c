@@ -51,15 +51,25 @@
    the dump a consistent snapshot.  The unwinding happens before the
    lock is taken.  Before a fork the forking thread takes the lock
    (kp_prof_atfork_prepare), so the child inherits a consistent table
-   and goes on from the parent's state.  */
+   and goes on from the parent's state; unless the fork comes from a
+   signal handler that interrupted this thread inside the lock, which
+   would wait for itself: the lock is then left alone, and the
+   interrupted call finishes in both processes, while a malloc of that
+   handler, or of the child, takes no sample.  The lock is a
+   kp_sample_lock_t, as guarded sampling's is, whose word names its
+   holder (below): a mark beside a mutex, set after the mutex is taken
+   and cleared before it is given back, would leave two windows in
+   which a handler would not know, and a fork from one would wait for
+   itself.  */
 
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <pthread.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #if KP_HAVE_LIBUNWIND
 # define UNW_LOCAL_ONLY 1
@@ -114,7 +124,7 @@ _Static_assert (sizeof (kp_prof_block_t) <= KP_PROF_HEADER,
    table's addresses and the text range, written by kp_prof_init before
    its release store of kp_sample_state, and read only after an acquire
    load of it (kp_malloc_sample) or the lock.  */
-static pthread_mutex_t kp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static kp_sample_lock_t kp_prof_lock = KP_SAMPLE_LOCK_INIT;
 static double kp_prof_rate;
 static uintptr_t kp_prof_text_lo, kp_prof_text_hi;
 static uint32_t *kp_prof_index;          /* KP_PROF_SLOTS, 0: empty */
@@ -447,9 +457,11 @@ void *
 kp_prof_sample (size_t n)
 {
   kp_tcache_t *tc = &kp_tc;
-  if (tc->prof_busy)
+  if (tc->prof_busy || kp_sample_lock_mine (&kp_prof_lock))
     {
-      /* The countdown went below zero: the next malloc comes back.  */
+      /* A malloc of the unwinder's, or of a signal handler that
+         interrupted this thread inside the lock: the next malloc comes
+         back.  */
       tc->prof_left = 0;
       return NULL;
     }
@@ -477,7 +489,7 @@ kp_prof_sample (size_t n)
   uintptr_t pc[KP_PROF_DEPTH];
   size_t depth = kp_prof_unwind (pc, KP_PROF_DEPTH);
   void *p = NULL;
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock (&kp_prof_lock);
   kp_prof_stack_t *s = NULL;
   if (depth > 0)
     {
@@ -513,7 +525,7 @@ kp_prof_sample (size_t n)
     }
   else
     kp_prof_dropped++;
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_unlock (&kp_prof_lock);
   tc->prof_busy = false;
   return p;
 }
@@ -532,11 +544,11 @@ kp_prof_block_of (const void *p)
 void
 kp_prof_free (void *p)
 {
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock (&kp_prof_lock);
   kp_prof_block_t *b = kp_prof_block_of (p);
   if (b == NULL)
     {
-      pthread_mutex_unlock (&kp_prof_lock);
+      kp_sample_unlock (&kp_prof_lock);
       kp_misuse ("free", "invalid pointer (not an allocated block):", p);
       return;
     }
@@ -546,16 +558,16 @@ kp_prof_free (void *p)
   kp_prof_count (&kp_prof_live_n, (size_t) -1);
   kp_prof_count (&kp_prof_live_b, 0 - kp_round_up (b->size, KP_MIN_ALIGN));
   kp_prof_run_give (b);
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_unlock (&kp_prof_lock);
 }
 
 size_t
 kp_prof_usable (const void *p)
 {
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock (&kp_prof_lock);
   kp_prof_block_t *b = kp_prof_block_of (p);
   size_t n = b != NULL ? kp_round_up (b->size, KP_MIN_ALIGN) : 0;
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_unlock (&kp_prof_lock);
   return n;
 }
 
@@ -743,9 +755,9 @@ kp_prof_dump_counts (const char *path, unsigned long long total[4],
   int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return errno;
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock (&kp_prof_lock);
   int err = kp_prof_write (fd, total, live_stacks);
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_unlock (&kp_prof_lock);
   if (close (fd) != 0 && err == 0)
     err = errno;
   return err;
@@ -772,14 +784,14 @@ kp_prof_table_bytes (size_t *stacks, size_t *shortened, size_t *dropped)
       *stacks = *shortened = *dropped = 0;
       return 0;
     }
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock (&kp_prof_lock);
   *stacks = kp_prof_nstacks;
   *shortened = kp_prof_short;
   *dropped = kp_prof_dropped;
   size_t bytes = kp_round_up (KP_PROF_SLOTS * sizeof (uint32_t), KP_PAGE)
                  + kp_round_up (kp_prof_nstacks * sizeof (kp_prof_stack_t),
                                 KP_PAGE);
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_unlock (&kp_prof_lock);
   return bytes;
 }
 
@@ -828,22 +840,134 @@ kp_prof_at_exit (void)
   errno = saved;
 }
 
-/* ---- fork ---------------------------------------------------------------- */
+/* ---- The samplers' locks, and fork ------------------------------------- */
+
+int32_t
+kp_sample_tid (void)
+{
+  kp_tcache_t *tc = &kp_tc;
+  if (tc->sample_tid == 0)
+    tc->sample_tid = (int32_t) syscall (SYS_gettid);
+  return tc->sample_tid;
+}
+
+static void
+kp_futex (_Atomic (uint32_t) *word, int op, uint32_t val)
+{
+  syscall (SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+/* Take L: a CAS from 0 to the caller's id, else wait on the word,
+   with the waiters' bit set, until it is 0.  A thread that took it
+   after a wait keeps the bit, as others may still sleep.  */
+void
+kp_sample_lock (kp_sample_lock_t *l)
+{
+  uint32_t me = (uint32_t) kp_sample_tid ();
+  uint32_t v = 0;
+  while (!atomic_compare_exchange_weak_explicit (&l->word, &v, me,
+                                                 memory_order_acquire,
+                                                 memory_order_relaxed))
+    if (v != 0)
+      break;
+  if (v == 0)
+    return;
+  for (;;)
+    {
+      if (v == 0)
+        {
+          if (atomic_compare_exchange_weak_explicit
+                (&l->word, &v, me | KP_SAMPLE_LOCK_WAITERS,
+                 memory_order_acquire, memory_order_relaxed))
+            return;
+          continue;
+        }
+      if (!(v & KP_SAMPLE_LOCK_WAITERS))
+        {
+          if (!atomic_compare_exchange_weak_explicit
+                (&l->word, &v, v | KP_SAMPLE_LOCK_WAITERS,
+                 memory_order_relaxed, memory_order_relaxed))
+            continue;
+          v |= KP_SAMPLE_LOCK_WAITERS;
+        }
+      int saved = errno;
+      kp_futex (&l->word, FUTEX_WAIT_PRIVATE, v);
+      errno = saved;
+      v = atomic_load_explicit (&l->word, memory_order_relaxed);
+    }
+}
+
+void
+kp_sample_unlock (kp_sample_lock_t *l)
+{
+  uint32_t v = atomic_exchange_explicit (&l->word, 0, memory_order_release);
+  if (v & KP_SAMPLE_LOCK_WAITERS)
+    {
+      int saved = errno;
+      kp_futex (&l->word, FUTEX_WAKE_PRIVATE, 1);
+      errno = saved;
+    }
+}
+
+/* Only this thread writes its own id into the word, and clears it: the
+   word names this thread exactly from the instruction that took the
+   lock to the one that gave it back, which is what a signal handler
+   that interrupted it sees.  */
+bool
+kp_sample_lock_mine (kp_sample_lock_t *l)
+{
+  return (atomic_load_explicit (&l->word, memory_order_relaxed)
+          & ~KP_SAMPLE_LOCK_WAITERS) == (uint32_t) kp_sample_tid ();
+}
+
+/* The forking thread runs the three atfork handlers: what the prepare
+   handler did is in the lock, which it then holds either way.  */
+void
+kp_sample_lock_prepare (kp_sample_lock_t *l)
+{
+  if (kp_sample_lock_mine (l))
+    {
+      /* A fork from a signal handler that interrupted this thread
+         inside the lock: the interrupted call goes on in both
+         processes.  */
+      l->fork_skipped = true;
+      return;
+    }
+  kp_sample_lock (l);
+}
+
+void
+kp_sample_lock_after_fork (kp_sample_lock_t *l, bool in_child)
+{
+  if (in_child)
+    kp_tc.sample_tid = 0;       /* the child's thread has an id of its own */
+  if (!l->fork_skipped)
+    kp_sample_unlock (l);
+  else
+    {
+      l->fork_skipped = false;
+      /* In the child, the lock is its thread's, the only one, and no
+         one sleeps on it.  */
+      if (in_child)
+        atomic_store_explicit (&l->word, (uint32_t) kp_sample_tid (),
+                               memory_order_relaxed);
+    }
+}
 
 void
 kp_prof_atfork_prepare (void)
 {
-  pthread_mutex_lock (&kp_prof_lock);
+  kp_sample_lock_prepare (&kp_prof_lock);
 }
 
 void
 kp_prof_atfork_parent (void)
 {
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_lock_after_fork (&kp_prof_lock, false);
 }
 
 void
 kp_prof_atfork_child (void)
 {
-  pthread_mutex_unlock (&kp_prof_lock);
+  kp_sample_lock_after_fork (&kp_prof_lock, true);
 }

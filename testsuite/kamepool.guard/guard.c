@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -25,6 +24,7 @@
 #include "kame_pool.h"
 #include "kptest.h"
 #include "kptest-pool.h"
+#include "kptest-sampled.h"
 
 /* ---- The cases, in the child -------------------------------------------- */
 
@@ -119,35 +119,7 @@ static void
 correct_use (void)
 {
   kame_pool_stats_t s0 = kt_pool_stats ();
-  char *p = guard_site_alloc (1000);
-  memset (p, 7, 1000);
-  printf ("usable %zu\n", kame_pool_malloc_usable_size (p));
-  if (kt_pool_interposes ())
-    printf ("malloc_usable_size %zu\n", malloc_usable_size (p));
-  else
-    printf ("malloc_usable_size 1008\n");
-  printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
-  char *q = kame_pool_realloc (p, 5555);
-  printf ("grown %d, kept %d, usable %zu\n", q != p, q[0] == 7 && q[49] == 7,
-          kame_pool_malloc_usable_size (q));
-  char *volatile within = q + 5555;
-  *within = 1;                  /* within the usable size, 5568 */
-  kame_pool_free_sized (q, 5555);
-  int *z = kame_pool_calloc (1000, sizeof *z);
-  int sum = 0;
-  for (int i = 0; i < 1000; i++)
-    sum += z[i];
-  printf ("calloc zero %d\n", sum == 0);
-  kame_pool_free (z);
-  void *a = kame_pool_aligned_alloc (4096, 4096);
-  void *b = NULL;
-  int rc = kame_pool_posix_memalign (&b, 256, 700);
-  printf ("aligned %d %d\n", ((uintptr_t) a & 4095) == 0,
-          rc == 0 && ((uintptr_t) b & 255) == 0);
-  memset (a, 1, 4096);
-  memset (b, 1, 700);
-  kame_pool_free (a);
-  kame_pool_free (b);
+  kt_sampled_family (1000);
   /* Blocks above the largest guarded size come from the pool.  */
   void *big = kame_pool_malloc (40000);
   memset (big, 1, 40000);
@@ -396,6 +368,8 @@ guard_child (void)
     }
   else if (strcmp (mode, "correct") == 0)
     correct_use ();
+  else if (strcmp (mode, "fork_in_handler") == 0)
+    kt_sampled_fork_in_handler ();
   else if (strcmp (mode, "off") == 0)
     {
       guard_site_free (guard_site_alloc (100));
@@ -642,6 +616,19 @@ KT_TEST (correct_use_reports_nothing)
                    "fork child 0\n");
 }
 
+/* A fork from a signal handler that interrupted a guarded malloc or
+   free, which held the pool's lock: neither the process nor its
+   children hang, and the children work (kt_sampled_fork_in_handler).  */
+KT_TEST (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang)
+{
+  const char *const env[] = { kt_sampled_fork_env (), NULL };
+  int status = run_child ("fork_in_handler", env);
+  char why[256];
+  if (kt_sampled_fork_failed (status, out, why, sizeof why))
+    KT_FAILF ("%s", why);
+  KT_CHECK_STR_EQ (err, "");
+}
+
 KT_TEST (stats_count_slots_blocks_and_reports_exactly)
 {
   static const char *const env[] = { "KAME_POOL_GUARD_SLOTS=64",
@@ -756,6 +743,7 @@ KT_MAIN (KT_CASE (use_after_free_read_of_16_bytes_is_caught_with_both_stacks),
          KT_CASE (use_after_free_in_another_thread_than_the_freer_names_both),
          KT_CASE (a_full_pool_serves_from_the_pool_and_reuses_the_oldest_slot),
          KT_CASE (correct_use_reports_nothing),
+         KT_CASE (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang),
          KT_CASE (stats_count_slots_blocks_and_reports_exactly),
          KT_CASE (guarded_sampling_and_the_heap_profile_run_together),
          KT_CASE (with_on_misuse_report_a_fault_is_reported_and_the_program_goes_on),

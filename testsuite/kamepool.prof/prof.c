@@ -12,7 +12,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <malloc.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -24,6 +23,7 @@
 #include "kame_pool.h"
 #include "kptest.h"
 #include "kptest-pool.h"
+#include "kptest-sampled.h"
 #define KT_WORKDIR_TEMPLATE "/tmp/kptest-prof-XXXXXX"
 #include "kptest-programs.h"
 
@@ -232,6 +232,8 @@ prof_child (void)
     work_two_sizes ();
   else if (strcmp (mode, "full_table") == 0)
     work_full_table ();
+  else if (strcmp (mode, "fork_in_handler") == 0)
+    kt_sampled_fork_in_handler ();
   else if (strcmp (mode, "errors") == 0)
     {
       int e = errno = 1234;
@@ -245,28 +247,7 @@ prof_child (void)
     {
       /* Every block sampled (KAME_POOL_PROF_SAMPLE=1): each call of
          the family on a sampled block.  */
-      char *p = kame_pool_malloc (1234);
-      memset (p, 7, 1234);
-      printf ("usable %zu\n", kame_pool_malloc_usable_size (p));
-      if (kt_pool_interposes ())
-        printf ("malloc_usable_size %zu\n", malloc_usable_size (p));
-      else
-        printf ("malloc_usable_size 1248\n");
-      printf ("shrunk in place %d\n", kame_pool_realloc (p, 50) == p);
-      char *q = kame_pool_realloc (p, 5555);
-      printf ("grown %d, kept %d\n", q != NULL && q != p,
-              q[0] == 7 && q[49] == 7);
-      printf ("usable %zu\n", kame_pool_malloc_usable_size (q));
-      kame_pool_free_sized (q, 5555);
-      int *z = kame_pool_calloc (1000, sizeof *z);
-      int sum = 0;
-      for (int i = 0; i < 1000; i++)
-        sum += z[i];
-      printf ("calloc zero %d\n", sum == 0);
-      kame_pool_free (z);
-      void *a = kame_pool_aligned_alloc (4096, 4096);
-      printf ("aligned %d\n", a != NULL && ((uintptr_t) a & 4095) == 0);
-      kame_pool_free (a);
+      kt_sampled_family (1234);
       dump_or_say ("now.heap");
     }
   else if (strcmp (mode, "threads") == 0)
@@ -673,8 +654,8 @@ KT_TEST (sampled_blocks_answer_every_call_of_the_family)
   KT_CHECK (run_child ("calls", true, "1", out, sizeof out, err,
                        sizeof err, NULL));
   KT_CHECK_STR_EQ (out, "usable 1248\nmalloc_usable_size 1248\n"
-                   "shrunk in place 1\ngrown 1, kept 1\nusable 5568\n"
-                   "calloc zero 1\naligned 1\n");
+                   "shrunk in place 1\ngrown 1, kept 1, usable 5568\n"
+                   "calloc zero 1\naligned 1 1\n");
   char path[4200];
   snprintf (path, sizeof path, "%s/now.heap", workdir);
   counts_t c, all;
@@ -725,6 +706,23 @@ KT_TEST (a_forked_child_goes_on_from_the_parents_profile)
   KT_CHECK_EQ (kept_n.live_n, 10);
   KT_CHECK_EQ (child_n.live_n, 3);
   KT_CHECK_EQ (child_n.alloc_n, 3);
+}
+
+/* A fork from a signal handler that interrupted a sampled call, which
+   held the profile's lock: neither the process nor its children hang,
+   and the children work (kt_sampled_fork_in_handler).  */
+KT_TEST (a_fork_from_a_handler_inside_a_sampled_call_does_not_hang)
+{
+  SCRATCH_DIR ();
+  const char *const env[] = { "KP_PROF_CHILD=fork_in_handler",
+                              "KAME_POOL_PROF=p", "KAME_POOL_PROF_SAMPLE=1",
+                              kt_sampled_fork_env (), NULL };
+  int status;
+  KT_CHECK (kt_run_self (env, false, workdir, out, sizeof out, err,
+                         sizeof err, &status, NULL));
+  char why[256];
+  if (kt_sampled_fork_failed (status, out, why, sizeof why))
+    KT_FAILF ("%s", why);
 }
 
 /* Freed runs keep their pages, up to 256 pages past their headers in
@@ -922,6 +920,7 @@ KT_MAIN (KT_CASE (samples_are_unbiased_for_every_size_and_gaps_have_the_mean),
          KT_CASE (sampled_blocks_answer_every_call_of_the_family),
          KT_CASE (threads_sample_at_once_and_every_block_is_counted),
          KT_CASE (a_forked_child_goes_on_from_the_parents_profile),
+         KT_CASE (a_fork_from_a_handler_inside_a_sampled_call_does_not_hang),
          KT_CASE (freed_sampled_runs_keep_their_pages_up_to_a_bound),
          KT_CASE (a_full_stack_table_keeps_the_program_going_and_says_so),
          KT_CASE (the_exit_profile_and_its_line_on_stderr_agree),

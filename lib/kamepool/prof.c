@@ -281,7 +281,11 @@ kp_one_minus_exp_neg (double x)
       term *= -r / i;
       e += term;
     }
-  return 1.0 - __builtin_ldexp (e, -k);
+  /* 2^-K, K at most 1010: a normal double, built from its bits.  */
+  uint64_t bits = (uint64_t) (1023 - k) << 52;
+  double scale;
+  __builtin_memcpy (&scale, &bits, sizeof scale);
+  return 1.0 - e * scale;
 }
 
 /* ---- Stacks ------------------------------------------------------------ */

@@ -1362,18 +1362,36 @@ kp_region_next (const kp_region_t *r)
 #define KP_FOR_EACH_REGION(r)                                           \
   for (kp_region_t *r = kp_region_first (); r != NULL;                  \
        r = kp_region_next (r))
-/* Whether unit U of R may hold a chunk's descriptor: claimed, and the
-   first unit of its run (back-offset 0).  The walks of the statistics
-   read those descriptors only: one that no chunk has used lies on a
-   page that nothing wrote (kp_region_new), and a read would fault it
-   in.  */
-KP_INLINE bool
-kp_unit_starts_chunk (const kp_region_t *r, unsigned u)
+/* The first unit of R from U on that may hold a chunk's descriptor:
+   claimed, and the first unit of its run (back-offset 0); KP_UNITS
+   when none.  The walks of the statistics go from one to the next
+   (KP_FOR_EACH_CHUNK_UNIT), skipping the free units a claim word at a
+   time, and read no other descriptor: one that no chunk has used lies
+   on a page that nothing wrote (kp_region_new), which a read would
+   fault in.  */
+KP_INLINE unsigned
+kp_chunk_unit_next (const kp_region_t *r, unsigned u)
 {
-  return ((atomic_load_explicit (&r->claim[u / 64], memory_order_relaxed)
-           >> (u % 64)) & 1) != 0
-         && atomic_load_explicit (&r->back[u], memory_order_relaxed) == 0;
+  while (u < KP_UNITS)
+    {
+      uint64_t w = atomic_load_explicit (&r->claim[u / 64],
+                                         memory_order_relaxed) >> (u % 64);
+      if (w == 0)
+        {
+          u = (u / 64 + 1) * 64;
+          continue;
+        }
+      u += (unsigned) __builtin_ctzll (w);
+      if (atomic_load_explicit (&r->back[u], memory_order_relaxed) == 0)
+        return u;
+      u++;
+    }
+  return KP_UNITS;
 }
+/* Every unit U of R past the metadata's that starts a claimed run.  */
+#define KP_FOR_EACH_CHUNK_UNIT(r, u)                                    \
+  for (unsigned u = kp_chunk_unit_next ((r), 1); u < KP_UNITS;          \
+       u = kp_chunk_unit_next ((r), u + 1))
 KP_HIDDEN size_t kp_region_count (void);
 
 /* ---- The background purge (purge.c) ------------------------------------ */

@@ -53,12 +53,11 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows,
   uint64_t pops[KP_NCLASS] = { 0 };
   size_t abandoned = 0, abandoned_bytes = 0, purged = 0;
   KP_FOR_EACH_REGION (r)
-    for (unsigned u = 1; u < KP_UNITS; u++)
+    KP_FOR_EACH_CHUNK_UNIT (r, u)
       {
         kp_chunk_t *c = &r->desc[u];
-        if (!kp_unit_starts_chunk (r, u)
-            || atomic_load_explicit (&c->kind, memory_order_relaxed)
-               != KP_KIND_SMALL)
+        if (atomic_load_explicit (&c->kind, memory_order_relaxed)
+            != KP_KIND_SMALL)
           continue;
         unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
         size_t size = atomic_load_explicit (&c->block_size,
@@ -168,11 +167,9 @@ kp_stats_peak_measure (void)
   size_t live = 0;
   size_t used[KP_NCLASS] = { 0 };
   KP_FOR_EACH_REGION (r)
-    for (unsigned u = 1; u < KP_UNITS; u++)
+    KP_FOR_EACH_CHUNK_UNIT (r, u)
       {
         kp_chunk_t *c = &r->desc[u];
-        if (!kp_unit_starts_chunk (r, u))
-          continue;
         unsigned kind = atomic_load_explicit (&c->kind, memory_order_relaxed);
         if (kind == KP_KIND_DEDICATED)
           live += (size_t) atomic_load_explicit (&c->units,
@@ -222,10 +219,8 @@ kame_pool_get_stats (kame_pool_stats_t *s)
         units += (size_t) __builtin_popcountll
           (atomic_load_explicit (&r->claim[w], memory_order_relaxed));
       units--;                  /* unit 0, the metadata */
-      for (unsigned u = 1; u < KP_UNITS; u++)
+      KP_FOR_EACH_CHUNK_UNIT (r, u)
         {
-          if (!kp_unit_starts_chunk (r, u))
-            continue;
           unsigned kind = atomic_load_explicit (&r->desc[u].kind,
                                                 memory_order_relaxed);
           if (kind == KP_KIND_NONE)

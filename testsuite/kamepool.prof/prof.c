@@ -72,6 +72,23 @@ site_big (size_t n)
   return kame_pool_malloc (n);
 }
 
+/* Make a block of N bytes at SITE, write its last byte and free it,
+   TIMES times: the madvise calls that gave pages back meanwhile.  */
+static size_t
+cycle_discards (void *(*site) (size_t), size_t n, int times)
+{
+  size_t c0 = kt_pool_stats ().discard_calls;
+  for (int i = 0; i < times; i++)
+    {
+      char *q = site (n);
+      if (q == NULL)
+        _exit (1);
+      q[n - 1] = 1;
+      kame_pool_free (q);
+    }
+  return kt_pool_stats ().discard_calls - c0;
+}
+
 static __attribute__ ((noinline, noclone)) void *
 site_churn (size_t n)
 {
@@ -297,26 +314,9 @@ prof_child (void)
           _exit (1);
       for (int i = 0; i < 300; i++)
         kame_pool_free (p[i]);
-      size_t c0 = kt_pool_stats ().discard_calls;
-      for (int i = 0; i < 1000; i++)
-        {
-          char *q = site_small (5000);
-          if (q == NULL)
-            _exit (1);
-          q[4999] = 1;
-          kame_pool_free (q);
-        }
-      size_t c1 = kt_pool_stats ().discard_calls;
-      for (int i = 0; i < 100; i++)
-        {
-          char *q = site_big (65536);
-          if (q == NULL)
-            _exit (1);
-          q[65535] = 1;
-          kame_pool_free (q);
-        }
-      size_t c2 = kt_pool_stats ().discard_calls;
-      printf ("given back %zu, then %zu\n", c1 - c0, c2 - c1);
+      size_t small = cycle_discards (site_small, 5000, 1000);
+      size_t big = cycle_discards (site_big, 65536, 100);
+      printf ("given back %zu, then %zu\n", small, big);
     }
   else if (strcmp (mode, "closed_stderr") == 0)
     {

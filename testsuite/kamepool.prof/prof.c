@@ -459,15 +459,25 @@ pprof_flat (const char *text, const char *function)
   return strtod (at, NULL);
 }
 
+/* The path of this program in EXE, which holds SIZE bytes: the
+   binary the profile readers symbolise.  */
+static bool
+self_exe (char *exe, size_t size)
+{
+  ssize_t n = readlink ("/proc/self/exe", exe, size - 1);
+  if (n <= 0)
+    return false;
+  exe[n] = '\0';
+  return true;
+}
+
 static bool
 run_pprof (const char *pprof, const char *flag, const char *profile,
            char *text, size_t size)
 {
   char cmd[8192], exe[4096];
-  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
+  if (!self_exe (exe, sizeof exe))
     return false;
-  exe[n] = '\0';
   snprintf (cmd, sizeof cmd, "'%s' --text %s '%s' '%s' 2>/dev/null", pprof,
             flag, exe, profile);
   FILE *f = popen (cmd, "r");
@@ -575,9 +585,7 @@ KT_TEST (google_pprof_draws_the_profile_as_svg)
   SCRATCH_DIR ();
   char path[4200], exe[4096];
   KT_CHECK (exit_profile ("exit", path, sizeof path));
-  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-  KT_CHECK (n > 0);
-  exe[n] = '\0';
+  KT_CHECK (self_exe (exe, sizeof exe));
   static char svg[1 << 20];
   const char *argv[] = { pprof, "--svg", exe, path, NULL };
   KT_CHECK (run_reader (argv, svg, sizeof svg));
@@ -614,9 +622,7 @@ KT_TEST (go_pprof_reads_the_function_and_its_bytes)
   SCRATCH_DIR ();
   char path[4200], exe[4096];
   KT_CHECK (exit_profile ("exit_churn", path, sizeof path));
-  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-  KT_CHECK (n > 0);
-  exe[n] = '\0';
+  KT_CHECK (self_exe (exe, sizeof exe));
   static char text[1 << 16];
   const char *inuse[] = { go, "tool", "pprof", "-text", "-unit=B",
                           "-sample_index=inuse_space", exe, path, NULL };

@@ -1059,6 +1059,12 @@ kp_remote_push (kp_chunk_t *c, kp_block_t *head, kp_block_t *tail,
   kp_abandoned_collect (c);
 }
 
+void
+kp_remote_push_one (kp_chunk_t *c, kp_block_t *b)
+{
+  kp_remote_push (c, b, b, 1);
+}
+
 _Static_assert ((KP_RBATCH_SLOTS & (KP_RBATCH_SLOTS - 1)) == 0
                 && KP_RBATCH_SLOTS <= 32,
                 "a power of two, with a bit of rbatch_mask per slot");

@@ -121,6 +121,7 @@ static void
 kp_heap_decay_pass (kp_heap_t *h, uint32_t now, uint32_t delay)
 {
   size_t calls = 0, pages = 0;
+  kp_shared_slot_decay (h);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       kp_heap_decay_active (h, cls);
@@ -154,6 +155,7 @@ kp_heap_decay (kp_heap_t *h)
   h->decay_last = now;
   kp_heap_decay_pass (h, now, (uint32_t) delay);
   size_t calls = 0, pages = kp_cache_decay (h, now, (uint32_t) delay, &calls);
+  pages += kp_shared_decay (now, (uint32_t) delay, &calls);
   pages += kp_units_decay (now, (uint32_t) delay, &calls);
   if (calls != 0)
     kp_heap_count_purges (h, calls, pages);
@@ -162,15 +164,18 @@ kp_heap_decay (kp_heap_t *h)
 /* Give back now what the calling thread's heap holds free, without
    waiting for the delay: collect every chunk's remote frees, release
    the empty chunks, and purge every partly used chunk, the active ones
-   included (the caller owns them all).  The pages given back.  */
+   included (the caller owns them all); then the same for the shared
+   classes' chunks, the thread's slots first (shared.c).  The pages
+   given back.  */
 size_t
 kp_heap_trim (void)
 {
   kp_heap_t *h = kp_tc.heap;
-  if (!kp_heap_live (h))
-    return 0;
-  kp_rbatch_flush_all (h);
   size_t calls = 0, pages = 0;
+  if (!kp_heap_live (h))
+    return kp_shared_trim (&calls);
+  kp_rbatch_flush_all (h);
+  pages += kp_shared_trim (&calls);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       if (h->full[cls].head != NULL)
@@ -219,6 +224,7 @@ kp_thread_exit (void *arg)
         }
       h->full_new[cls] = 0;
     }
+  kp_shared_thread_exit (h);
   kp_cache_thread_exit (h);
   h->cache.free_streak = h->cache.streak_seen = 0;
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
@@ -279,6 +285,12 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
     }
   /* Before anything of the heap moves: pthread_create may allocate.  */
   kp_purge_poll ();
+  if (cls >= KP_SHARED_FIRST)
+    {
+      if ((++h->decay_ticks & 7) == 0)
+        kp_heap_decay (h);
+      return kp_shared_malloc (h, cls, n);
+    }
   h->unfull_streak = 0;
   kp_chunk_t *c = kp_tc.active[cls];
   if (c != &kp_empty_chunk)

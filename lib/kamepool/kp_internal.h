@@ -105,6 +105,13 @@
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 79
+/* The mid classes (above KP_LUT_MAX), whose chunks the threads share
+   (shared.c): the last KP_NSHARED classes.  */
+#define KP_NSHARED 19
+#define KP_SHARED_FIRST (KP_NCLASS - KP_NSHARED)
+/* What a thread may keep of freed blocks of those classes, one block
+   of each at most, without taking their class's lock.  */
+#define KP_SHARED_SLOT_BYTES ((size_t) 512 << 10)
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
@@ -698,6 +705,18 @@ struct kp_heap
   /* What each class's active chunk looked like at the last pass: the
      same at the next one means the class went unused in between.  */
   uintptr_t decay_seen[KP_NCLASS];
+  /* The blocks of the shared classes this thread freed last, one of
+     each at most, which its next malloc of the class takes back
+     without the class's lock (shared.c), and their bytes, at most
+     KP_SHARED_SLOT_BYTES.  Owner-only; kame_pool_get_stats reads the
+     slots racily (relaxed loads of plain objects), as it reads the
+     descriptors.  */
+  kp_block_t *shared_slot[KP_NSHARED];
+  size_t shared_slot_bytes;
+  /* The mallocs each slot served, and their count at the decay's last
+     pass: a slot that served none in between goes back to its chunk
+     (kp_shared_slot_decay).  Owner-only.  */
+  uint32_t shared_takes[KP_NSHARED], shared_seen[KP_NSHARED];
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -739,6 +758,8 @@ KP_HIDDEN kp_heap_t *kp_heap_acquire (void);
 extern kp_chunk_t kp_empty_chunk KP_HIDDEN;
 extern kp_heap_t kp_heap_none KP_HIDDEN;
 extern kp_heap_t kp_heap_dead KP_HIDDEN;
+/* The owner of every chunk of the shared classes (shared.c).  */
+extern kp_heap_t kp_heap_shared KP_HIDDEN;
 
 KP_INLINE bool
 kp_heap_live (const kp_heap_t *h)
@@ -1071,6 +1092,7 @@ typedef struct kp_sample_lock
 KP_HIDDEN int32_t kp_sample_tid (void);
 KP_HIDDEN void kp_sample_lock (kp_sample_lock_t *l);
 KP_HIDDEN void kp_sample_unlock (kp_sample_lock_t *l);
+KP_HIDDEN bool kp_sample_trylock (kp_sample_lock_t *l);
 /* Whether the calling thread holds L.  */
 KP_HIDDEN bool kp_sample_lock_mine (kp_sample_lock_t *l);
 /* The atfork handlers' part: take L before the fork, unless the
@@ -1417,6 +1439,7 @@ enum
 {
   KP_PURGE_UPPER_CHUNKS,        /* chunk.c: the abandoned chunks */
   KP_PURGE_UPPER_CACHE,         /* cache.c: the shared level */
+  KP_PURGE_UPPER_SHARED,        /* shared.c: the shared classes */
   KP_PURGE_UPPERS
 };
 KP_HIDDEN void kp_purge_register (unsigned slot,
@@ -1492,6 +1515,9 @@ KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
    the calling thread's heap, kp_tc.heap (chunk.c; kp_free_remote
    below is the way in).  */
 KP_HIDDEN void kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* Push B, a block of small chunk C whose OWNED bit is set, on C's
+   remote list (shared.c: a free inside the lock's own thread).  */
+KP_HIDDEN void kp_remote_push_one (kp_chunk_t *c, kp_block_t *b);
 /* Publish slot S of H, which holds blocks (chunk.c).  */
 KP_HIDDEN void kp_rbatch_flush (kp_heap_t *h, kp_rbatch_t *s);
 /* Publish every batch of remote frees H, the calling thread's live
@@ -1564,6 +1590,37 @@ kp_chunk_has_space (const kp_chunk_t *c)
 {
   return c->free != NULL || c->bump < c->limit || c->npurged != 0;
 }
+
+/* ---- The shared classes (shared.c) -------------------------------------
+
+   The chunks of the mid classes belong to no thread: each class has
+   one set of chunks under a lock, and each thread keeps at most the
+   block of each class it freed last (kp_heap_t.shared_slot).  */
+
+/* malloc of N bytes, of shared class CLS, by the thread whose heap is
+   H (live): its slot's block, else a block of the class's chunks;
+   the C library's block beyond the cap, or NULL.  */
+KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
+/* free of P, in chunk C of a shared class, by the thread whose heap is
+   H (any: live, none or dead).  */
+KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* Add to FREE[CLS] the blocks of each shared class CLS that wait in the
+   threads' slots: free, though their chunks count them handed out (a
+   racy read of the slots, exact when no other thread runs).  */
+KP_HIDDEN void kp_shared_slot_blocks (size_t free[KP_NCLASS]);
+/* The decay's pass of H: the slots that served no malloc since the
+   last pass go back to their chunks.  */
+KP_HIDDEN void kp_shared_slot_decay (kp_heap_t *h);
+/* H's thread exits: its slots go back to their chunks.  */
+KP_HIDDEN void kp_shared_thread_exit (kp_heap_t *h);
+/* Give back now the free pages of the shared classes' chunks and the
+   empty chunks, after the calling thread's slots: the pages given
+   back, and the madvise calls made added to *CALLS.  */
+KP_HIDDEN size_t kp_shared_trim (size_t *calls);
+/* The decay of the shared classes' chunks unused since NOW - DELAY,
+   as kp_units_decay (also the background purge's).  */
+KP_HIDDEN size_t kp_shared_decay (uint32_t now, uint32_t delay,
+                                  size_t *calls);
 
 /* ---- Heaps and threads (heap.c) ---------------------------------------- */
 
@@ -2030,7 +2087,11 @@ kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
         kp_rbatch_flush (h, s);
       return;
     }
-  if (kp_unlikely (h == &kp_heap_none))
+  /* A block of the shared classes: never in a batch.  */
+  if (kp_unlikely (atomic_load_explicit (&c->owner, memory_order_relaxed)
+                   == &kp_heap_shared))
+    kp_shared_free (p, c, h);
+  else if (kp_unlikely (h == &kp_heap_none))
     kp_free_remote_first (p, c);
   else
     kp_free_remote_slow (p, c, h);

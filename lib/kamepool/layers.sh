@@ -17,7 +17,7 @@
 # "known:" in front.  The list is the layering's debt: it may only
 # shrink.
 order="os options radix sizeclass misuse policy numa thread region purge chunk prof guard init
-       large cache heap largealloc alloc trim stats mallinfo api interpose"
+       large cache shared heap largealloc alloc trim stats mallinfo api interpose"
 
 # None is known: every reference goes down.
 known=""

@@ -17,6 +17,7 @@ libkamepool_la_SOURCES = \
 	lib/kamepool/chunk.c \
 	lib/kamepool/prof.c \
 	lib/kamepool/guard.c \
+	lib/kamepool/shared.c \
 	lib/kamepool/heap.c \
 	lib/kamepool/large.c \
 	lib/kamepool/cache.c \

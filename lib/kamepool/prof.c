@@ -901,6 +901,18 @@ kp_sample_lock (kp_sample_lock_t *l)
     }
 }
 
+/* Take L if it is free, without waiting: false when another thread
+   (or this one) holds it.  */
+bool
+kp_sample_trylock (kp_sample_lock_t *l)
+{
+  uint32_t v = 0;
+  return atomic_compare_exchange_strong_explicit (&l->word, &v,
+                                                  (uint32_t) kp_sample_tid (),
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed);
+}
+
 void
 kp_sample_unlock (kp_sample_lock_t *l)
 {

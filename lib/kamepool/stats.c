@@ -92,16 +92,20 @@ kp_stats_small (kame_pool_stats_t *s, unsigned rows,
           }
       }
   s->small_live_bytes = s->small_resident_bytes = s->remote_pending = 0;
-  size_t pend[KP_NCLASS];
+  size_t pend[KP_NCLASS], slots[KP_NCLASS] = { 0 };
   kp_remote_pending (pend);
+  kp_shared_slot_blocks (slots);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     {
       size_t pending = pend[cls];
       if (pending > used[cls])
         pending = used[cls];    /* counted while a free was under way */
+      size_t slot = slots[cls];
+      if (slot > used[cls] - pending)
+        slot = used[cls] - pending;
       k[cls].block_size = kp_class_size[cls];
-      k[cls].live_blocks = used[cls] - pending;
-      k[cls].free_blocks += pending;
+      k[cls].live_blocks = used[cls] - pending - slot;
+      k[cls].free_blocks += pending + slot;
       s->remote_pending += pending;
       s->small_live_bytes += k[cls].live_blocks * kp_class_size[cls];
       s->small_resident_bytes += k[cls].resident_bytes;
@@ -186,6 +190,7 @@ kp_stats_peak_measure (void)
       }
   size_t pend[KP_NCLASS];
   kp_remote_pending (pend);
+  kp_shared_slot_blocks (pend);
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     if (used[cls] > pend[cls])
       live += (used[cls] - pend[cls]) * kp_class_size[cls];

@@ -38,6 +38,7 @@ __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
    kp_malloc_dedicated relies on their empty first level.  */
 kp_heap_t kp_heap_none;         /* this thread has no heap yet */
 kp_heap_t kp_heap_dead;         /* this thread's heap is gone (exiting) */
+kp_heap_t kp_heap_shared;       /* owns the shared classes' chunks */
 
 /* Every heap record ever made, push-only.  A record is free for a new
    thread when in_use is 0: taken with an acquire CAS, given back with a

@@ -12,6 +12,10 @@
                                    remote frees, release the empty
                                    chunks, purge the free pages of the
                                    others, the active ones included;
+                                   and the shared classes' chunks
+                                   likewise, under their locks
+                                   (kp_shared_trim), after the
+                                   caller's slots;
      the large recycle cache       kp_cache_drain (cache.c): the
                                    caller's first level and the shared
                                    second level;
@@ -60,13 +64,9 @@ kame_pool_trim (size_t pad)
   /* The calling thread's chunks.  A chunk released here goes back to
      its region: its pages are given back at once, or kept resident
      within the dirty budget, and then the last step decides.  */
-  kp_heap_t *h = kp_tc.heap;
-  if (kp_heap_live (h))
-    {
-      size_t discards = kp_units_discards ();
-      if (kp_heap_trim () != 0 || kp_units_discards () != discards)
-        released = true;
-    }
+  size_t discards = kp_units_discards ();
+  if (kp_heap_trim () != 0 || kp_units_discards () != discards)
+    released = true;
 
   /* The large recycle cache, kept whole if it fits in PAD.  */
   size_t keep = pad;

@@ -244,6 +244,11 @@ kt_cached_block_untaken (void *arg)
 {
   (void) arg;
   static char msg[256];
+  /* No free units with resident pages (the start-up's block of a
+     shared class, released by the main thread's pass): the block's
+     chunk takes the lowest free run, not the units among the small
+     chunks that the passes below claim and touch.  */
+  kame_pool_trim (0);
   char *p = kt_filled_block (BIG);
   if (p == NULL)
     return "malloc failed";

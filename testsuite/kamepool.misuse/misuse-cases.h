@@ -214,6 +214,56 @@ KM_TEST (double_free_of_a_64_kib_block_the_second_by_another_thread)
   KM_EXPECT (sc_double_free_second_remote_64k, "free", "double free of");
 }
 
+/* A block of a shared class: Q waits in the thread's slot, so P goes
+   back to its chunk under the class's lock, and the second free of P
+   finds its tag there.  */
+static void
+sc_double_free_64k_past_the_slot (void)
+{
+  void *keep = km_block (64 * KIB, 7);
+  void *q = km_block (64 * KIB, 8);
+  void *p = km_block (64 * KIB, 9);
+  kame_pool_free (q);
+  kame_pool_free (p);
+  km_misusing (p);
+  kame_pool_free (p);
+  km_intact (keep, 64 * KIB, 7);
+  km_no_block_twice (64 * KIB, 48, &keep, 1);
+}
+
+KM_TEST (double_free_of_a_64_kib_block_past_the_thread_s_slot)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_64k_past_the_slot, "free", "double free of");
+}
+
+/* A block of a shared class waits in the thread's slot for its next
+   malloc, which finds its tag overwritten: reported, and the block is
+   not handed out.  */
+static void
+sc_write_into_a_kept_64k_block (void)
+{
+  void *keep = km_block (64 * KIB, 7);
+  char *p = km_block (64 * KIB, 8);
+  kame_pool_free (p);
+  KM_OPAQUE (p);
+  memset (p, 'A', 16);          /* the link and the tag */
+  KM_OPAQUE (p);
+  km_misusing (p);
+  void *q = kame_pool_malloc (64 * KIB);
+  if (q == NULL || q == p)
+    KM_FAIL ("malloc (64 KiB) after the write: %p", q);
+  void *live[2] = { keep, q };
+  km_no_block_twice (64 * KIB, 48, live, 2);
+}
+
+KM_TEST (write_into_a_64_kib_block_kept_for_the_next_malloc)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_write_into_a_kept_64k_block, "malloc",
+             "corrupted free block (written to after it was freed) at");
+}
+
 /* A dedicated chunk in the large cache.  */
 KM_TEST (double_free_of_a_240_kib_block)
 {
@@ -1024,6 +1074,8 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_4_kib_block),
          KM_CASE (double_free_of_a_64_kib_block),
          KM_CASE (double_free_of_a_64_kib_block_the_second_by_another_thread),
+         KM_CASE (double_free_of_a_64_kib_block_past_the_thread_s_slot),
+         KM_CASE (write_into_a_64_kib_block_kept_for_the_next_malloc),
          KM_CASE (double_free_of_a_240_kib_block),
          KM_CASE (double_free_of_a_1_mib_block),
          KM_CASE (double_free_of_an_8_mib_block),

@@ -18,7 +18,7 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,30 +59,48 @@ sleep_ms (long ms)
 }
 
 /* The purge threads of this process: those named kamepool-purge in
-   /proc/self/task (a sanitizer's own threads do not count).  */
+   /proc/self/task (a sanitizer's own threads do not count).  Read with
+   system calls into buffers on the stack: opendir's buffer is a block
+   of 32 KiB, whose malloc may take a refill, which starts the purge
+   thread when free units wait, and the count would see the thread its
+   own reading made.  */
 static long
 purge_threads (void)
 {
-  DIR *d = opendir ("/proc/self/task");
-  long n = 0;
-  struct dirent *e;
-  if (d == NULL)
+  int d = open ("/proc/self/task", O_RDONLY | O_DIRECTORY);
+  if (d < 0)
     return -1;
-  while ((e = readdir (d)) != NULL)
-    {
-      char path[300], name[32] = "";
-      if (e->d_name[0] == '.')
-        continue;
-      snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-      FILE *f = fopen (path, "r");
-      if (f == NULL)
-        continue;
-      if (fgets (name, sizeof name, f) != NULL
-          && strcmp (name, "kamepool-purge\n") == 0)
-        n++;
-      fclose (f);
-    }
-  closedir (d);
+  long n = 0;
+  char buf[4096];
+  long got;
+  while ((got = syscall (SYS_getdents64, d, buf, sizeof buf)) > 0)
+    for (long off = 0; off < got;)
+      {
+        struct linux_dirent64
+        {
+          uint64_t ino;
+          int64_t off;
+          unsigned short reclen;
+          unsigned char type;
+          char name[];
+        } *e = (struct linux_dirent64 *) (buf + off);
+        off += e->reclen;
+        char path[300], name[32] = "";
+        if (e->name[0] == '.')
+          continue;
+        snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->name);
+        int f = open (path, O_RDONLY);
+        if (f < 0)
+          continue;
+        ssize_t len = read (f, name, sizeof name - 1);
+        close (f);
+        if (len <= 0)
+          continue;
+        name[len] = '\0';
+        if (strcmp (name, "kamepool-purge\n") == 0)
+          n++;
+      }
+  close (d);
   return n;
 }
 

@@ -1,0 +1,524 @@
+/* shared.c -- the chunks of the mid classes, shared by the threads.
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.
+
+   Blocks of the mid classes (33 KiB to 204 KiB, the last KP_NSHARED
+   classes) are few and large, and each thread asks for any one class
+   seldom.  In chunks of their own per thread, as the smaller classes
+   are, every thread held a chunk of up to 1 MiB of every mid class it
+   had used, with as many free blocks in it as its last use left, and
+   only the owner could reuse them: sixteen threads that hand such
+   blocks around held ten times the live bytes.  So their chunks belong
+   to no thread (their owner is the sentinel kp_heap_shared): each class
+   has one set of chunks under a lock, from which every thread
+   allocates and into which every thread frees; and each thread keeps
+   the block of each class it freed last, in a slot of its heap, for
+   its next malloc of the class, so that a malloc/free loop takes no
+   lock (at most KP_SHARED_SLOT_BYTES a thread).
+
+   The lock is a kp_sample_lock_t (prof.c): its word names the holder,
+   so a signal handler that interrupts its own thread inside the lock
+   does not wait for itself (its malloc falls back as at the cap, its
+   free goes to the chunk's remote list, which the next holder
+   collects), and a fork from such a handler leaves the lock to the
+   child's thread, as for the samplers.  A normal fork takes every
+   class's lock first (pthread_atfork, registered at the first chunk).
+   While a thread holds a class's lock, the owner-private fields of
+   the class's chunks are its own, as an owner's are (kp_chunk_t), and
+   the chunk functions of chunk.c serve it as they serve an owner: the
+   carving, the collection of remote frees, the purge of free pages,
+   the release.  Nothing here is lock-free: the chunks' remote lists
+   are pushed and collected by the protocol of
+   kamepool.model/ownership.pml, whose owner is the lock's holder and
+   whose OWNED bit never clears.
+
+   An empty chunk is released at once, its pages kept within the dirty
+   budget (kp_units_release), where the class's next claim finds them
+   and the free units' decay gives them back otherwise.  The decay of
+   the others: a chunk neither allocated from nor freed into for the
+   decay time has the pages of its free blocks given back
+   (kp_chunk_purge); by the background purge's passes
+   (kp_purge_register), which take a class's lock only when it is
+   free, and by the heaps' passes.  */
+
+#include <config.h>
+
+#include <pthread.h>
+
+#include "kp_internal.h"
+
+typedef struct kp_shared_class
+{
+  /* Everything below is the holder's, and so are the owner-private
+     fields of the class's chunks.  */
+  _Alignas (64) kp_sample_lock_t lock;
+  /* The chunks that can hand out a block, the next to take from at
+     the head; those that cannot (their FULL set).  */
+  kp_clist_t partial, full;
+  /* Set (relaxed) by a free that found the lock held by its own
+     thread, whose block went to its chunk's remote list; cleared by
+     the holder that collects every chunk.  */
+  _Atomic (bool) deferred;
+  /* The chunks whose free pages the decay has not yet given back
+     (DECAYED clear; a full one counts as decayed): written by the
+     holder, read relaxed by kp_shared_held.  */
+  _Atomic (size_t) undecayed;
+} kp_shared_class_t;
+
+static kp_shared_class_t kp_shared[KP_NSHARED];
+
+static kp_shared_class_t *
+kp_shared_class (unsigned cls)
+{
+  KP_ASSERT (cls >= KP_SHARED_FIRST && cls < KP_NCLASS);
+  return &kp_shared[cls - KP_SHARED_FIRST];
+}
+
+static void
+kp_shared_count (kp_shared_class_t *s, int d)
+{
+  atomic_store_explicit (&s->undecayed,
+                         atomic_load_explicit (&s->undecayed,
+                                               memory_order_relaxed) + d,
+                         memory_order_relaxed);
+}
+
+/* C is in use at NOW: the decay waits for it again.  */
+static void
+kp_shared_touch (kp_shared_class_t *s, kp_chunk_t *c, uint32_t now)
+{
+  if (c->decayed)
+    {
+      c->decayed = false;
+      kp_shared_count (s, 1);
+    }
+  c->idle_since = now;
+}
+
+/* The decay has nothing to give back of C (full, or decayed).  */
+static void
+kp_shared_settle (kp_shared_class_t *s, kp_chunk_t *c)
+{
+  if (!c->decayed)
+    {
+      c->decayed = true;
+      kp_shared_count (s, -1);
+    }
+}
+
+/* ---- fork and the background purge --------------------------------- */
+
+static void
+kp_shared_atfork_prepare (void)
+{
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    kp_sample_lock_prepare (&kp_shared[i].lock);
+}
+
+static void
+kp_shared_atfork_parent (void)
+{
+  for (unsigned i = KP_NSHARED; i-- > 0;)
+    kp_sample_lock_after_fork (&kp_shared[i].lock, false);
+}
+
+static void
+kp_shared_atfork_child (void)
+{
+  for (unsigned i = KP_NSHARED; i-- > 0;)
+    kp_sample_lock_after_fork (&kp_shared[i].lock, true);
+}
+
+/* The chunks the decay has still to look at (the purge thread parks
+   when there are none).  */
+static size_t
+kp_shared_held (void)
+{
+  size_t n = 0;
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    n += atomic_load_explicit (&kp_shared[i].undecayed, memory_order_relaxed);
+  return n;
+}
+
+static pthread_once_t kp_shared_once = PTHREAD_ONCE_INIT;
+
+static void
+kp_shared_register (void)
+{
+  static const kp_purge_upper_t upper = { kp_shared_decay, kp_shared_held };
+  kp_purge_register (KP_PURGE_UPPER_SHARED, &upper);
+  /* Without the handlers (no memory for them), a fork while another
+     thread holds a class's lock leaves the child a lock it never gets.
+     The samplers' handlers are kp_process_init's; these come later, so
+     that no lock of the samplers is taken while one of these is
+     held.  */
+  pthread_atfork (kp_shared_atfork_prepare, kp_shared_atfork_parent,
+                  kp_shared_atfork_child);
+}
+
+/* ---- The class's chunks (the lock held) ------------------------------ */
+
+/* Collect the remote lists of every chunk of S: the frees that found
+   the lock held by their own thread.  */
+static void
+kp_shared_collect_all (kp_shared_class_t *s)
+{
+  atomic_store_explicit (&s->deferred, false, memory_order_relaxed);
+  kp_chunk_t *c, *next;
+  for (c = s->full.head; c != NULL; c = next)
+    {
+      next = c->next;
+      if (kp_chunk_collect (c) != 0 && kp_chunk_has_space (c))
+        {
+          kp_clist_remove (&s->full, c);
+          c->full = false;
+          kp_clist_push_head (&s->partial, c);
+          kp_shared_touch (s, c, kp_clock_ms ());
+        }
+    }
+  for (c = s->partial.head; c != NULL; c = c->next)
+    kp_chunk_collect (c);
+}
+
+/* A new chunk of class CLS, on S's partial list; NULL at the cap or
+   out of memory.  At the cap, a shorter chunk, down to one block (as
+   kp_malloc_refill_chunk).  */
+static kp_chunk_t *
+kp_shared_claim (kp_shared_class_t *s, unsigned cls)
+{
+  unsigned units = kp_class_units[cls];
+  kp_chunk_t *c = kp_units_claim_retry (units, cls);
+  while (c == NULL && units > 1
+         && ((size_t) (units - 1) << KP_UNIT_SHIFT) >= kp_class_size[cls])
+    c = kp_units_claim (--units, cls);
+  if (c == NULL)
+    return NULL;
+  kp_chunk_init_small (c, cls, units, &kp_heap_shared);
+  /* kp_chunk_setup starts it decayed = false: count it.  */
+  kp_shared_count (s, 1);
+  kp_clist_push_head (&s->partial, c);
+  return c;
+}
+
+/* A block of C, which has room; NULL when its free list was found
+   written to (reported; the list is dropped, and no block of it is
+   handed out twice).  */
+static kp_block_t *
+kp_shared_pop (kp_chunk_t *c)
+{
+  if (c->free == NULL && !kp_chunk_carve (c))
+    return NULL;
+  kp_block_t *b = c->free;
+  kp_block_t *next = kp_block_next (b);
+  if (KP_HARDEN
+      && kp_unlikely (!kp_block_marked_free (b)
+                      || (next != NULL && kp_link_suspect (b, next))))
+    {
+      kp_misuse ("malloc", "corrupted free list (a freed block was "
+                 "written to) at", b);
+      c->free = NULL;
+      if (!kp_block_marked_free (b))
+        return NULL;
+      next = NULL;
+    }
+  c->free = next;
+  c->used++;
+  c->pops++;
+  kp_block_mark_live (b);
+  return b;
+}
+
+/* A block of class CLS from S's chunks, a new chunk if none has room;
+   NULL at the cap.  */
+static kp_block_t *
+kp_shared_take (kp_shared_class_t *s, unsigned cls)
+{
+  if (atomic_load_explicit (&s->deferred, memory_order_relaxed))
+    kp_shared_collect_all (s);
+  uint32_t now = kp_clock_ms ();
+  for (;;)
+    {
+      kp_chunk_t *c = s->partial.head;
+      if (c == NULL && (c = kp_shared_claim (s, cls)) == NULL)
+        return NULL;
+      kp_block_t *b = kp_shared_pop (c);
+      kp_shared_touch (s, c, now);
+      if (!kp_chunk_has_space (c))
+        {
+          kp_clist_remove (&s->partial, c);
+          c->full = true;
+          kp_clist_push (&s->full, c);
+          kp_shared_settle (s, c);
+        }
+      if (b != NULL)
+        return b;
+    }
+}
+
+/* What kp_shared_put did with the chunk.  */
+enum kp_shared_put_result
+{
+  KP_SHARED_KEPT,               /* on a list, little free in it */
+  KP_SHARED_FREEING,            /* a quarter of KP_DIRTY_KEEP free or more */
+  KP_SHARED_RELEASED            /* emptied, and released */
+};
+
+/* Put B, a live block of C, back.  */
+static enum kp_shared_put_result
+kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
+{
+  /* Two threads that free B at once both passed the test of
+     kp_shared_free; the second finds the tag here.  */
+  if (kp_unlikely (kp_block_marked_free (b)))
+    {
+      kp_misuse ("free", "double free of", b);
+      return KP_SHARED_KEPT;
+    }
+  kp_block_link (b, c->free);
+  kp_block_mark_free (b);
+  c->free = b;
+  KP_ASSERT (kp_chunk_used (c) > 0);
+  c->used--;
+  kp_shared_touch (s, c, kp_clock_ms ());
+  if (c->full)
+    {
+      /* Nearly full: taken from first, so that the emptier chunks
+         empty.  */
+      kp_clist_remove (&s->full, c);
+      c->full = false;
+      kp_clist_push_head (&s->partial, c);
+    }
+  /* An empty chunk goes back to its region at once, its pages kept
+     within the dirty budget: the next claim of the class takes them
+     back first (kp_units_claim), and the free units' decay gives them
+     back if none does.  */
+  if (c->used != 0)
+    {
+      size_t size = atomic_load_explicit (&c->block_size,
+                                          memory_order_relaxed);
+      size_t carved = (size_t) (c->bump - kp_chunk_data (c)) / size;
+      return (carved - kp_chunk_used (c)) * size >= KP_DIRTY_KEEP / 4
+             ? KP_SHARED_FREEING : KP_SHARED_KEPT;
+    }
+  kp_clist_remove (&s->partial, c);
+  kp_shared_settle (s, c);
+  kp_chunk_release (c, KP_PAGES_LAZY);
+  return KP_SHARED_RELEASED;
+}
+
+/* ---- malloc and free ------------------------------------------------- */
+
+void *
+kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
+{
+  KP_ASSERT (kp_heap_live (h));
+  unsigned i = cls - KP_SHARED_FIRST;
+  kp_block_t *b = h->shared_slot[i];
+  if (b != NULL)
+    {
+      h->shared_slot[i] = NULL;
+      h->shared_slot_bytes -= kp_class_size[cls];
+      h->shared_takes[i]++;
+      if (kp_likely (kp_block_marked_free (b)) || !KP_HARDEN)
+        {
+          kp_block_mark_live (b);
+          return b;
+        }
+      /* Written to while it waited in the slot: lost, not handed out
+         (it stays counted in its chunk, which is never released).  */
+      kp_misuse ("malloc", "corrupted free block (written to after it "
+                 "was freed) at", b);
+    }
+  kp_shared_class_t *s = kp_shared_class (cls);
+  pthread_once (&kp_shared_once, kp_shared_register);
+  /* A signal handler inside this thread's own call of the class.  */
+  if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
+    return kp_units_fallback (n, 0);
+  kp_sample_lock (&s->lock);
+  b = kp_shared_take (s, cls);
+  kp_sample_unlock (&s->lock);
+  return b != NULL ? b : kp_units_fallback (n, 0);
+}
+
+void
+kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
+{
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  uint64_t magic = kp_class_divmagic[cls];
+  uint64_t off = (uint64_t) ((char *) p - kp_chunk_data (c));
+  if (kp_unlikely (off * magic >= magic))
+    {
+      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
+      return;
+    }
+  kp_block_t *b = p;
+  if (kp_unlikely (kp_block_marked_free (b)))
+    {
+      kp_misuse ("free", "double free of", p);
+      return;
+    }
+  unsigned i = cls - KP_SHARED_FIRST;
+  size_t size = kp_class_size[cls];
+  if (kp_likely (kp_heap_live (h)) && h->shared_slot[i] == NULL
+      && h->shared_slot_bytes + size <= KP_SHARED_SLOT_BYTES)
+    {
+      kp_block_mark_free (b);
+      /* The tag before the slot (a fork from a signal handler sees a
+         free block there); no instruction.  */
+      atomic_signal_fence (memory_order_release);
+      h->shared_slot[i] = b;
+      h->shared_slot_bytes += size;
+      return;
+    }
+  kp_shared_class_t *s = kp_shared_class (cls);
+  if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
+    {
+      kp_block_mark_remote (b);
+      kp_remote_count (h, false, cls, 1);
+      kp_remote_push_one (c, b);
+      atomic_store_explicit (&s->deferred, true, memory_order_relaxed);
+      return;
+    }
+  kp_sample_lock (&s->lock);
+  enum kp_shared_put_result r = kp_shared_put (s, c, b);
+  kp_sample_unlock (&s->lock);
+  /* Outside the lock: starting the purge thread allocates.  A chunk
+     with a few free blocks does not start it: a program's odd free of
+     a mid block is no memory worth a thread.  */
+  if (r == KP_SHARED_RELEASED)
+    kp_purge_poll ();
+  else if (r == KP_SHARED_FREEING
+           && kp_unlikely (atomic_load_explicit (&kp_purge_state,
+                                                 memory_order_relaxed)
+                           == KP_PURGE_NONE))
+    kp_purge_start ();
+}
+
+__attribute__ ((__no_sanitize__ ("thread")))
+void
+kp_shared_slot_blocks (size_t free[KP_NCLASS])
+{
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    for (unsigned i = 0; i < KP_NSHARED; i++)
+      if (__atomic_load_n (&h->shared_slot[i], __ATOMIC_RELAXED) != NULL)
+        free[KP_SHARED_FIRST + i]++;
+}
+
+/* Put slot I of H back into its chunk.  */
+static void
+kp_shared_slot_flush (kp_heap_t *h, unsigned i)
+{
+  kp_block_t *b = h->shared_slot[i];
+  if (b == NULL)
+    return;
+  unsigned cls = KP_SHARED_FIRST + i;
+  h->shared_slot[i] = NULL;
+  h->shared_slot_bytes -= kp_class_size[cls];
+  if (KP_HARDEN && !kp_block_marked_free (b))
+    {
+      kp_misuse ("free", "corrupted free block (written to after it was "
+                 "freed) at", b);
+      return;
+    }
+  /* Live again for kp_shared_put's test.  */
+  kp_block_mark_live (b);
+  kp_shared_class_t *s = kp_shared_class (cls);
+  kp_sample_lock (&s->lock);
+  kp_shared_put (s, kp_chunk_of (b), b);
+  kp_sample_unlock (&s->lock);
+}
+
+void
+kp_shared_slot_decay (kp_heap_t *h)
+{
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    {
+      if (h->shared_takes[i] == h->shared_seen[i])
+        kp_shared_slot_flush (h, i);
+      h->shared_seen[i] = h->shared_takes[i];
+    }
+}
+
+void
+kp_shared_thread_exit (kp_heap_t *h)
+{
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    kp_shared_slot_flush (h, i);
+}
+
+/* ---- The decay, and trim --------------------------------------------- */
+
+/* Give back what S's chunks hold free: with ALL, every empty chunk and
+   the free pages of every chunk with room (trim); otherwise only those
+   of chunks unused since NOW - DELAY.  The pages given back.  */
+static size_t
+kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
+                     uint32_t delay, size_t *calls)
+{
+  if (atomic_load_explicit (&s->deferred, memory_order_relaxed))
+    kp_shared_collect_all (s);
+  size_t pages = 0;
+  kp_chunk_t *c, *next;
+  for (c = s->partial.head; c != NULL; c = next)
+    {
+      next = c->next;
+      if (!all && (c->decayed || now - c->idle_since < delay))
+        continue;
+      kp_chunk_collect (c);
+      if (kp_chunk_used (c) == 0)
+        {
+          kp_clist_remove (&s->partial, c);
+          kp_shared_settle (s, c);
+          size_t carved = (size_t) (c->bump - kp_chunk_data (c));
+          size_t resident = (carved >> kp_page_shift ()) - c->npurged;
+          kp_chunk_release (c, KP_PAGES_DISCARD);
+          pages += resident;
+          ++*calls;
+          continue;
+        }
+      pages += kp_chunk_purge (c, calls);
+      kp_shared_settle (s, c);
+    }
+  return pages;
+}
+
+/* The decay's pass: the classes whose lock is free (one that is held
+   is in use).  */
+size_t
+kp_shared_decay (uint32_t now, uint32_t delay, size_t *calls)
+{
+  size_t pages = 0;
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    {
+      kp_shared_class_t *s = &kp_shared[i];
+      if (atomic_load_explicit (&s->undecayed, memory_order_relaxed) == 0
+          && !atomic_load_explicit (&s->deferred, memory_order_relaxed))
+        continue;
+      if (!kp_sample_trylock (&s->lock))
+        continue;
+      pages += kp_shared_give_back (s, false, now, delay, calls);
+      kp_sample_unlock (&s->lock);
+    }
+  return pages;
+}
+
+size_t
+kp_shared_trim (size_t *calls)
+{
+  kp_heap_t *h = kp_tc.heap;
+  if (kp_heap_live (h))
+    kp_shared_thread_exit (h);
+  size_t pages = 0;
+  for (unsigned i = 0; i < KP_NSHARED; i++)
+    {
+      kp_shared_class_t *s = &kp_shared[i];
+      if (kp_sample_lock_mine (&s->lock))
+        continue;
+      kp_sample_lock (&s->lock);
+      pages += kp_shared_give_back (s, true, 0, 0, calls);
+      kp_sample_unlock (&s->lock);
+    }
+  return pages;
+}

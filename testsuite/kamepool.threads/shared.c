@@ -1,0 +1,376 @@
+/* shared.c -- kamepool.threads tests of the shared classes (33 KiB to
+   204 KiB): their chunks belong to no thread, so a block one thread
+   frees serves another thread's malloc; each thread keeps the block of
+   a class it freed last for its next malloc, counted free, and gives
+   it back when it exits; an emptied chunk is released at once, and the
+   pages it kept, and the free pages of a partly used chunk, go back
+   after the decay's delay with no allocation at all (mincore), or at
+   once on kame_pool_trim; and a fork while
+   another thread allocates and frees in a class leaves the child a
+   class it can use.  Exact counts through kame_pool_get_stats, with
+   no other thread running when they are read.
+
+   Each test uses a class of its own, which no other allocation of the
+   program uses, so the counts start from none.  The delay is a second
+   (as purge.c's); guarded sampling is off: a guarded block is not the
+   pool's.
+   kptest-env: KAME_POOL_DECAY_MS=1000 KAME_POOL_GUARD_SAMPLE=0
+
+   Copyright (C) 2026 The kamepool authors.
+   This file is part of kamepool, free software under the GNU LGPL
+   version 2.1 or later; see COPYING.  */
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kame_pool.h"
+#include "kptest.h"
+#include "kptest-pool.h"
+
+#define KIB ((size_t) 1024)
+#define CHUNK (1024 * KIB)      /* a shared class's chunk: 4 units */
+#define KEEP (1024 * KIB)       /* what the free units' decay keeps */
+/* How long a test waits for the decay at most: many delays, for a
+   loaded machine or a sanitizer's build.  Not a bound on speed.  */
+#define WAIT_MS 10000
+
+/* Block sizes of shared classes, one for each test (1 MiB / M rounded
+   down to 1 KiB: M blocks to a chunk).  */
+#define SIZE_REUSE ((size_t) 65536)     /* 16 a chunk */
+#define SIZE_LOOP ((size_t) 52224)      /* 20 */
+#define SIZE_EXIT ((size_t) 87040)      /* 12 */
+#define SIZE_DECAY ((size_t) 74752)     /* 14 */
+#define SIZE_PAGES ((size_t) 104448)    /* 10 */
+#define SIZE_FORK ((size_t) 43008)      /* 24 */
+#define MAXPER 28
+
+static void *blocks[MAXPER];
+static size_t nblocks, bsize;
+
+static void
+sleep_ms (long ms)
+{
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+  while (nanosleep (&ts, &ts) != 0)
+    ;
+}
+
+/* The row of the statistics for SIZE, whose class has no chunk yet
+   (every test starts from none); else SIZE_MAX.  */
+static size_t
+fresh_class (size_t size)
+{
+  kame_pool_stats_t s = kt_pool_stats ();
+  size_t k = kt_pool_class (&s, size);
+  return k != SIZE_MAX && s.classes[k].chunks == 0 ? k : SIZE_MAX;
+}
+
+/* Allocate NBLOCKS blocks of BSIZE into BLOCKS, each painted.  */
+static void *
+alloc_blocks (void *arg)
+{
+  (void) arg;
+  for (size_t i = 0; i < nblocks; i++)
+    {
+      if ((blocks[i] = kame_pool_malloc (bsize)) == NULL)
+        return "malloc failed";
+      kt_paint (blocks[i], bsize, i);
+    }
+  return NULL;
+}
+
+/* Free the blocks of BLOCKS, from NBLOCKS - 1 down to FREE_DOWN_TO, in
+   a thread with a heap of its own (its first malloc makes it): the
+   first of them waits in its slot until it exits.  */
+static size_t free_down_to;
+static void *
+free_blocks (void *arg)
+{
+  (void) arg;
+  kame_pool_free (kame_pool_malloc (16));
+  for (size_t i = nblocks; i-- > free_down_to;)
+    {
+      if (!kt_painted (blocks[i], bsize, i))
+        return "a block changed while it was live";
+      kame_pool_free (blocks[i]);
+    }
+  return NULL;
+}
+
+static void
+run (void *(*fn) (void *), size_t n, size_t size, size_t down_to)
+{
+  nblocks = n, bsize = size, free_down_to = down_to;
+  kt_in_a_thread (fn);
+}
+
+/* One thread fills a chunk and exits, a second frees every block but
+   the first and exits; the main thread's malloc then gets exactly the
+   blocks freed, from the one chunk.  (Owned by the first thread, as
+   the classes below are, the chunk would have waited for an adopter
+   with the blocks freed into it, and the main thread claimed a chunk
+   of its own.)  */
+KT_TEST (a_block_one_thread_frees_serves_another_thread_s_malloc)
+{
+  size_t k = fresh_class (SIZE_REUSE);
+  KT_CHECK (k != SIZE_MAX);
+  size_t per = CHUNK / SIZE_REUSE;
+  run (alloc_blocks, per, SIZE_REUSE, 1);
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 1);
+  KT_CHECK_EQ (s.classes[k].live_blocks, per);
+  uintptr_t first[MAXPER], again[MAXPER];
+  for (size_t i = 1; i < per; i++)
+    first[i - 1] = (uintptr_t) blocks[i];
+  run (free_blocks, per, SIZE_REUSE, 1);
+  s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].live_blocks, 1);
+  KT_CHECK_EQ (s.classes[k].chunks, 1);
+  KT_CHECK_EQ (s.remote_pending, 0);
+  for (size_t i = 1; i < per; i++)
+    {
+      void *p = kame_pool_malloc (SIZE_REUSE);
+      KT_CHECK (p != NULL);
+      again[i - 1] = (uintptr_t) p;
+    }
+  s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 1);
+  KT_CHECK_EQ (s.classes[k].live_blocks, per);
+  qsort (first, per - 1, sizeof first[0], kt_cmp_uintptr);
+  qsort (again, per - 1, sizeof again[0], kt_cmp_uintptr);
+  for (size_t i = 0; i + 1 < per; i++)
+    KT_CHECK_EQ (again[i], first[i]);
+  for (size_t i = 0; i + 1 < per; i++)
+    kame_pool_free ((void *) again[i]);
+  kame_pool_free (blocks[0]);
+}
+
+/* A malloc/free loop gets the block it freed last every time, and the
+   statistics count it free while it waits for the next malloc.  */
+KT_TEST (a_malloc_free_loop_gets_its_block_back_and_it_counts_free)
+{
+  size_t k = fresh_class (SIZE_LOOP);
+  KT_CHECK (k != SIZE_MAX);
+  void *p = kame_pool_malloc (SIZE_LOOP);
+  KT_CHECK (p != NULL);
+  kame_pool_free (p);
+  for (int i = 0; i < 1000; i++)
+    {
+      void *q = kame_pool_malloc (SIZE_LOOP);
+      KT_CHECK_PTR_EQ (q, p);
+      kt_paint (q, SIZE_LOOP, (uintptr_t) i);
+      KT_CHECK (kt_painted (q, SIZE_LOOP, (uintptr_t) i));
+      kame_pool_free (q);
+    }
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 1);
+  KT_CHECK_EQ (s.classes[k].live_blocks, 0);
+  KT_CHECK_EQ (s.classes[k].free_blocks, 1);
+}
+
+/* A thread frees two blocks, the first of which waits in its slot, and
+   exits: both are back in their chunk, which that empties, and the
+   chunk is released; kame_pool_trim then gives its pages back.  */
+KT_TEST (a_thread_s_kept_block_goes_back_when_it_exits)
+{
+  size_t k = fresh_class (SIZE_EXIT);
+  KT_CHECK (k != SIZE_MAX);
+  run (alloc_blocks, 2, SIZE_EXIT, 0);
+  void *p = blocks[0];
+  run (free_blocks, 2, SIZE_EXIT, 0);
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 0);
+  KT_CHECK_EQ (s.classes[k].live_blocks, 0);
+  kame_pool_trim (0);
+  KT_CHECK_EQ (kt_resident_count (p, 2 * SIZE_EXIT), 0);
+}
+
+/* The resident pages of the NBLOCKS blocks of BLOCKS, which fill
+   chunks of PER blocks one after the other in address order (each
+   chunk's first block starts a unit).  */
+static size_t
+blocks_resident (size_t per)
+{
+  uintptr_t pg = KT_PAGE;
+  size_t n = 0;
+  for (size_t i = 0; i < nblocks; i += per)
+    {
+      uintptr_t a = (uintptr_t) blocks[i];
+      uintptr_t e = ((uintptr_t) blocks[i + per - 1] + bsize + pg - 1)
+                    & ~(pg - 1);
+      n += kt_resident_count ((void *) a, e - a);
+    }
+  return n;
+}
+
+/* Two chunks emptied by another thread are released at once, and their
+   pages, kept for the next claim, go back once they have stayed unused
+   for the delay, with no allocation at all after the frees, but the
+   megabyte of free units the decay keeps (KEEP, as in purge.c).  */
+KT_TEST (emptied_chunks_go_back_at_once_and_their_pages_after_the_delay)
+{
+  size_t k = fresh_class (SIZE_DECAY);
+  KT_CHECK (k != SIZE_MAX);
+  size_t per = CHUNK / SIZE_DECAY;
+  run (alloc_blocks, 2 * per, SIZE_DECAY, 0);
+  size_t touched = blocks_resident (per);
+  KT_CHECK (touched >= 2 * per * SIZE_DECAY / KT_PAGE);
+  run (free_blocks, 2 * per, SIZE_DECAY, 0);
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 0);
+  size_t left = SIZE_MAX;
+  for (long ms = 0; ms < WAIT_MS; ms += 20)
+    {
+      left = blocks_resident (per);
+      if (left <= KEEP / KT_PAGE && kt_pool_stats ().dirty_bytes <= KEEP)
+        break;
+      sleep_ms (20);
+    }
+  KT_CHECK (left <= KEEP / KT_PAGE);
+  KT_CHECK (kt_pool_stats ().dirty_bytes <= KEEP);
+}
+
+/* The pages of the blocks after the first of a chunk of SIZE_PAGES
+   blocks, but the one they share with it: FROM, and their length.  */
+static char *
+pages_after_first (size_t *len)
+{
+  uintptr_t pg = KT_PAGE;
+  char *from = (char *) (((uintptr_t) blocks[1] + pg) & ~(pg - 1));
+  *len = (size_t) ((char *) blocks[nblocks - 1] + bsize - from) & ~(pg - 1);
+  return from;
+}
+
+/* The first block of the chunk kept its contents, the chunk is the
+   class's only one, and the next malloc of the class gets a block of it
+   again, whose pages come back.  */
+static void
+first_block_and_reuse (size_t k)
+{
+  KT_CHECK (kt_painted (blocks[0], SIZE_PAGES, 0));
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].chunks, 1);
+  KT_CHECK_EQ (s.classes[k].live_blocks, 1);
+  void *p = kame_pool_malloc (SIZE_PAGES);
+  KT_CHECK (p != NULL);
+  KT_CHECK ((char *) p > (char *) blocks[0]
+            && (char *) p < (char *) blocks[0] + CHUNK);
+  kt_paint (p, SIZE_PAGES, 7);
+  KT_CHECK (kt_painted (p, SIZE_PAGES, 7));
+  kame_pool_free (p);
+  kame_pool_free (blocks[0]);
+}
+
+/* Another thread frees all but the first block of a chunk: after the
+   delay, with no allocation, the pages of the free blocks are given
+   back and the live block's stay.  */
+KT_TEST (the_free_pages_of_a_partly_used_chunk_go_back_after_the_delay)
+{
+  size_t k = fresh_class (SIZE_PAGES);
+  KT_CHECK (k != SIZE_MAX);
+  size_t per = CHUNK / SIZE_PAGES;
+  run (alloc_blocks, per, SIZE_PAGES, 1);
+  run (free_blocks, per, SIZE_PAGES, 1);
+  size_t len;
+  char *from = pages_after_first (&len);
+  KT_CHECK (kt_resident_count (from, len) != 0);
+  size_t left = SIZE_MAX;
+  for (long ms = 0; ms < WAIT_MS; ms += 20)
+    {
+      left = kt_resident_count (from, len);
+      if (left == 0)
+        break;
+      sleep_ms (20);
+    }
+  KT_CHECK_EQ (left, 0);
+  first_block_and_reuse (k);
+}
+
+/* kame_pool_trim gives back at once what the decay would after the
+   delay.  */
+KT_TEST (trim_gives_back_the_free_pages_of_a_partly_used_chunk_at_once)
+{
+  size_t k = fresh_class (SIZE_PAGES);
+  KT_CHECK (k != SIZE_MAX);
+  size_t per = CHUNK / SIZE_PAGES;
+  run (alloc_blocks, per, SIZE_PAGES, 1);
+  run (free_blocks, per, SIZE_PAGES, 1);
+  size_t len;
+  char *from = pages_after_first (&len);
+  KT_CHECK (kt_resident_count (from, len) != 0);
+  kame_pool_trim (0);
+  KT_CHECK_EQ (kt_resident_count (from, len), 0);
+  first_block_and_reuse (k);
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+static atomic_bool fork_stop;
+static atomic_ulong fork_rounds;
+
+/* Two blocks at a time, so that one of each pair goes through the
+   class's lock (the slot holds one).  */
+static void *
+churn (void *arg)
+{
+  (void) arg;
+  while (!atomic_load (&fork_stop))
+    {
+      void *a = kame_pool_malloc (SIZE_FORK);
+      void *b = kame_pool_malloc (SIZE_FORK);
+      if (a == NULL || b == NULL)
+        return "malloc failed";
+      kame_pool_free (a);
+      kame_pool_free (b);
+      atomic_fetch_add (&fork_rounds, 1);
+    }
+  return NULL;
+}
+
+/* The child allocates and frees in the class the other thread was
+   using, through the lock, within 30 s (an alarm ends a child left a
+   lock nobody gives back).  */
+KT_TEST (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class)
+{
+  KT_CHECK (fresh_class (SIZE_FORK) != SIZE_MAX);
+  pthread_t t;
+  KT_CHECK (pthread_create (&t, NULL, churn, NULL) == 0);
+  while (atomic_load (&fork_rounds) < 100)
+    sched_yield ();
+  for (int i = 0; i < 50; i++)
+    {
+      pid_t pid = fork ();
+      KT_CHECK (pid >= 0);
+      if (pid == 0)
+        {
+          alarm (30);
+          void *p[3];
+          for (int j = 0; j < 3; j++)
+            if ((p[j] = kame_pool_malloc (SIZE_FORK)) == NULL)
+              _exit (2);
+          for (int j = 0; j < 3; j++)
+            kame_pool_free (p[j]);
+          _exit (0);
+        }
+      int status;
+      KT_CHECK (kt_wait (pid, &status));
+      KT_CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+    }
+  atomic_store (&fork_stop, true);
+  void *err;
+  KT_CHECK (pthread_join (t, &err) == 0);
+  KT_CHECK (err == NULL);
+}
+
+KT_MAIN (KT_CASE (a_block_one_thread_frees_serves_another_thread_s_malloc),
+         KT_CASE (a_malloc_free_loop_gets_its_block_back_and_it_counts_free),
+         KT_CASE (a_thread_s_kept_block_goes_back_when_it_exits),
+         KT_CASE (emptied_chunks_go_back_at_once_and_their_pages_after_the_delay),
+         KT_CASE (the_free_pages_of_a_partly_used_chunk_go_back_after_the_delay),
+         KT_CASE (trim_gives_back_the_free_pages_of_a_partly_used_chunk_at_once),
+         KT_CASE (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class))

@@ -215,6 +215,29 @@ kp_memalign (size_t align, size_t n)
   return p;
 }
 
+/* The block of the thread's slot for N's shared class, else the refill
+   (whose kp_malloc_refill_chunk goes to kp_shared_malloc, which looks
+   at the slot again: a block written to while it waited there is
+   reported there).  A sentinel heap's slots are all NULL.  */
+void *
+kp_malloc_shared (size_t n)
+{
+  unsigned cls = kp_mid_class (n);
+  unsigned i = cls - KP_SHARED_FIRST;
+  kp_heap_t *h = kp_tc.heap;
+  kp_block_t *b = h->shared_slot[i];
+  if (kp_likely (b != NULL) && kp_likely (!KP_HARDEN
+                                          || kp_block_marked_free (b)))
+    {
+      h->shared_slot[i] = NULL;
+      h->shared_slot_bytes -= kp_class_size[cls];
+      h->shared_takes[i]++;
+      kp_block_mark_live (b);
+      return b;
+    }
+  return kp_malloc_refill (n);
+}
+
 /* A thread that frees before it ever allocated gets its heap now
    (heap.c): its frees are then counted in it without a
    read-modify-write, it batches them, and it can foster the chunks it

@@ -1598,8 +1598,9 @@ kp_chunk_has_space (const kp_chunk_t *c)
    block of each class it freed last (kp_heap_t.shared_slot).  */
 
 /* malloc of N bytes, of shared class CLS, by the thread whose heap is
-   H (live): its slot's block, else a block of the class's chunks;
-   the C library's block beyond the cap, or NULL.  */
+   H (live), past kp_malloc_shared: its slot's block (one written to
+   while it waited is reported and dropped), else a block of the
+   class's chunks; the C library's block beyond the cap, or NULL.  */
 KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
 /* free of P, in chunk C of a shared class, by the thread whose heap is
    H (any: live, none or dead).  */
@@ -1928,6 +1929,11 @@ kp_malloc_class (unsigned cls, size_t n)
   return kp_malloc_refill (n);
 }
 
+/* The malloc of N bytes of a shared class (alloc.c): the block of the
+   thread's slot, else kp_malloc_refill.  Out of line: inline, it
+   changed the registers of the small classes' path.  */
+KP_HIDDEN void *kp_malloc_shared (size_t n);
+
 /* malloc without the heap profile: the size's class, or the large
    tiers.  */
 KP_INLINE void *
@@ -1936,7 +1942,7 @@ kp_malloc_unsampled (size_t n)
   if (kp_likely (n <= KP_LUT_MAX))
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
   if (n <= KP_SMALL_MAX)
-    return kp_malloc_class (kp_mid_class (n), n);
+    return kp_malloc_shared (n);
   return n <= KP_DEDICATED_MAX ? kp_malloc_dedicated (n)
                                : kp_malloc_mapping (n);
 }
@@ -2120,6 +2126,12 @@ kp_free_pool (void *p)
   if (kp_likely (o == h))
     {
       kp_free_owned (c, p, (uintptr_t) p & (KP_UNIT_SIZE - 1));
+      return;
+    }
+  /* A block in the first unit of a chunk of the shared classes.  */
+  if (o == &kp_heap_shared)
+    {
+      kp_shared_free (p, c, h);
       return;
     }
   if (o == NULL)

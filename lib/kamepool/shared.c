@@ -57,13 +57,17 @@ typedef struct kp_shared_class
   /* The chunks that can hand out a block, the next to take from at
      the head; those that cannot (their FULL set).  */
   kp_clist_t partial, full;
+  /* The one empty chunk the class keeps, at the tail of PARTIAL, or
+     NULL.  */
+  kp_chunk_t *spare;
   /* Set (relaxed) by a free that found the lock held by its own
      thread, whose block went to its chunk's remote list; cleared by
      the holder that collects every chunk.  */
   _Atomic (bool) deferred;
-  /* The chunks whose free pages the decay has not yet given back
-     (DECAYED clear; a full one counts as decayed): written by the
-     holder, read relaxed by kp_shared_held.  */
+  /* The chunks the decay is to look at (DECAYED clear: they held
+     KP_SHARED_DECAY_MIN free or more when last used, and the decay has
+     not given their free pages back since; a full one is settled):
+     written by the holder, read relaxed by kp_shared_held.  */
   _Atomic (size_t) undecayed;
 } kp_shared_class_t;
 
@@ -85,16 +89,31 @@ kp_shared_count (kp_shared_class_t *s, int d)
                          memory_order_relaxed);
 }
 
-/* C is in use at NOW: the decay waits for it again.  */
+/* The free blocks of C below its bump pointer, in bytes.  */
+static size_t
+kp_shared_free_bytes (const kp_chunk_t *c)
+{
+  size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
+  size_t carved = (size_t) (c->bump - kp_chunk_data (c)) / size;
+  return (carved - kp_chunk_used (c)) * size;
+}
+
+/* What a chunk holds free before the decay looks at it, and before a
+   free starts the background purge for it: a program's odd free of a
+   mid block is no memory worth a pass or a thread.  */
+#define KP_SHARED_DECAY_MIN (KP_DIRTY_KEEP / 4)
+
+/* C is in use at NOW: the decay waits for it again, if it holds enough
+   to give back.  */
 static void
 kp_shared_touch (kp_shared_class_t *s, kp_chunk_t *c, uint32_t now)
 {
-  if (c->decayed)
+  c->idle_since = now;
+  if (c->decayed && kp_shared_free_bytes (c) >= KP_SHARED_DECAY_MIN)
     {
       c->decayed = false;
       kp_shared_count (s, 1);
     }
-  c->idle_since = now;
 }
 
 /* The decay has nothing to give back of C (full, or decayed).  */
@@ -196,8 +215,8 @@ kp_shared_claim (kp_shared_class_t *s, unsigned cls)
   if (c == NULL)
     return NULL;
   kp_chunk_init_small (c, cls, units, &kp_heap_shared);
-  /* kp_chunk_setup starts it decayed = false: count it.  */
-  kp_shared_count (s, 1);
+  /* Nothing to give back yet (kp_shared_touch).  */
+  c->decayed = true;
   kp_clist_push_head (&s->partial, c);
   return c;
 }
@@ -243,6 +262,8 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls)
       kp_chunk_t *c = s->partial.head;
       if (c == NULL && (c = kp_shared_claim (s, cls)) == NULL)
         return NULL;
+      if (c == s->spare)
+        s->spare = NULL;
       kp_block_t *b = kp_shared_pop (c);
       kp_shared_touch (s, c, now);
       if (!kp_chunk_has_space (c))
@@ -261,7 +282,7 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls)
 enum kp_shared_put_result
 {
   KP_SHARED_KEPT,               /* on a list, little free in it */
-  KP_SHARED_FREEING,            /* a quarter of KP_DIRTY_KEEP free or more */
+  KP_SHARED_FREEING,            /* KP_SHARED_DECAY_MIN free or more */
   KP_SHARED_RELEASED            /* emptied, and released */
 };
 
@@ -290,19 +311,26 @@ kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
       c->full = false;
       kp_clist_push_head (&s->partial, c);
     }
-  /* An empty chunk goes back to its region at once, its pages kept
-     within the dirty budget: the next claim of the class takes them
-     back first (kp_units_claim), and the free units' decay gives them
-     back if none does.  */
+  enum kp_shared_put_result r = !c->decayed ? KP_SHARED_FREEING
+                                             : KP_SHARED_KEPT;
   if (c->used != 0)
-    {
-      size_t size = atomic_load_explicit (&c->block_size,
-                                          memory_order_relaxed);
-      size_t carved = (size_t) (c->bump - kp_chunk_data (c)) / size;
-      return (carved - kp_chunk_used (c)) * size >= KP_DIRTY_KEEP / 4
-             ? KP_SHARED_FREEING : KP_SHARED_KEPT;
-    }
+    return r;
+  /* The class keeps one empty chunk, at the tail, where the mallocs
+     come to it last and the decay releases it once it has stayed
+     unused for the delay: a class whose few blocks come and go would
+     otherwise release a chunk and claim it again, and whenever the
+     dirty budget is short, give its pages back and fault them in
+     again.  With a delay of 0, none is kept.  A second empty chunk
+     goes back to its region at once, its pages kept within the dirty
+     budget (the class's next claim takes them back first, the free
+     units' decay gives them back if none does).  */
   kp_clist_remove (&s->partial, c);
+  if (s->spare == NULL && kp_setting (&kp_decay_ms) > 0)
+    {
+      kp_clist_push (&s->partial, c);
+      s->spare = c;
+      return r;
+    }
   kp_shared_settle (s, c);
   kp_chunk_release (c, KP_PAGES_LAZY);
   return KP_SHARED_RELEASED;
@@ -342,6 +370,35 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
   return b != NULL ? b : kp_units_fallback (n, 0);
 }
 
+/* kp_shared_free past the slot: back into chunk C under the lock of
+   its class CLS.  Out of line, so that the slot's path saves no
+   registers.  */
+static KP_NOINLINE void
+kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
+                       unsigned cls)
+{
+  kp_shared_class_t *s = kp_shared_class (cls);
+  if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
+    {
+      kp_block_mark_remote (b);
+      kp_remote_count (h, false, cls, 1);
+      kp_remote_push_one (c, b);
+      atomic_store_explicit (&s->deferred, true, memory_order_relaxed);
+      return;
+    }
+  kp_sample_lock (&s->lock);
+  enum kp_shared_put_result r = kp_shared_put (s, c, b);
+  kp_sample_unlock (&s->lock);
+  /* Outside the lock: starting the purge thread allocates.  */
+  if (r == KP_SHARED_RELEASED)
+    kp_purge_poll ();
+  else if (r == KP_SHARED_FREEING
+           && kp_unlikely (atomic_load_explicit (&kp_purge_state,
+                                                 memory_order_relaxed)
+                           == KP_PURGE_NONE))
+    kp_purge_start ();
+}
+
 void
 kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
@@ -372,28 +429,7 @@ kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
       h->shared_slot_bytes += size;
       return;
     }
-  kp_shared_class_t *s = kp_shared_class (cls);
-  if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
-    {
-      kp_block_mark_remote (b);
-      kp_remote_count (h, false, cls, 1);
-      kp_remote_push_one (c, b);
-      atomic_store_explicit (&s->deferred, true, memory_order_relaxed);
-      return;
-    }
-  kp_sample_lock (&s->lock);
-  enum kp_shared_put_result r = kp_shared_put (s, c, b);
-  kp_sample_unlock (&s->lock);
-  /* Outside the lock: starting the purge thread allocates.  A chunk
-     with a few free blocks does not start it: a program's odd free of
-     a mid block is no memory worth a thread.  */
-  if (r == KP_SHARED_RELEASED)
-    kp_purge_poll ();
-  else if (r == KP_SHARED_FREEING
-           && kp_unlikely (atomic_load_explicit (&kp_purge_state,
-                                                 memory_order_relaxed)
-                           == KP_PURGE_NONE))
-    kp_purge_start ();
+  kp_shared_free_locked (b, c, h, cls);
 }
 
 __attribute__ ((__no_sanitize__ ("thread")))
@@ -469,6 +505,8 @@ kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
       kp_chunk_collect (c);
       if (kp_chunk_used (c) == 0)
         {
+          if (c == s->spare)
+            s->spare = NULL;
           kp_clist_remove (&s->partial, c);
           kp_shared_settle (s, c);
           size_t carved = (size_t) (c->bump - kp_chunk_data (c));

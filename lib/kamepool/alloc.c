@@ -233,6 +233,10 @@ kp_malloc_shared (size_t n)
       h->shared_slot_bytes -= kp_class_size[cls];
       h->shared_takes[i]++;
       kp_block_mark_live (b);
+      /* Handed out again without a pop from its chunk (the totals of
+         the statistics), as a block taken back from a batch.  */
+      kp_owner_add (&h->taken_blocks, 1);
+      kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
       return b;
     }
   return kp_malloc_refill (n);

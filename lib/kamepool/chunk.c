@@ -78,6 +78,7 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   c->npurged = 0;
   c->idle_since = 0;
   c->decayed = false;
+  atomic_store_explicit (&c->shared_purged, false, memory_order_relaxed);
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
@@ -144,6 +145,13 @@ static inline bool
 kp_chunk_page_purged (const kp_chunk_t *c, size_t page)
 {
   return (c->purged[page / 64] >> (page % 64)) & 1;
+}
+
+bool
+kp_chunk_block_purged (const kp_chunk_t *c, const void *b)
+{
+  size_t off = (size_t) ((const char *) b - kp_chunk_data (c));
+  return c->npurged != 0 && kp_chunk_page_purged (c, off >> kp_page_shift ());
 }
 
 /* Link again the blocks that start in the lowest page the decay gave

@@ -405,6 +405,10 @@ typedef struct kp_chunk
   uint32_t idle_since;          /* decay clock when it joined that list */
   bool fostered;                /* taken over by a free, class not in use */
   bool decayed;                 /* purged since it joined a partial list */
+  /* A chunk of a shared class has pages the decay gave back: written
+     relaxed by the class's lock holder (shared.c), read relaxed by
+     kp_shared_free without the lock.  */
+  _Atomic (bool) shared_purged;
 
   /* Line 1 (byte 64).  */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
@@ -1582,6 +1586,9 @@ KP_HIDDEN void kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind,
                                unsigned cls, unsigned units, uint32_t size,
                                kp_heap_t *h);
 KP_HIDDEN bool kp_chunk_list_ok (const kp_chunk_t *c);
+/* B, a block of small chunk C (owned by the caller), starts in a page
+   the decay gave back: it was free then.  */
+KP_HIDDEN bool kp_chunk_block_purged (const kp_chunk_t *c, const void *b);
 
 /* C, owned by the caller, can hand out a block: from its free list, by
    carving, or from a page the decay gave back.  */

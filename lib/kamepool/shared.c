@@ -127,6 +127,19 @@ kp_shared_settle (kp_shared_class_t *s, kp_chunk_t *c)
     }
 }
 
+/* Publish whether C has pages the decay gave back (its owner-private
+   NPURGED, the lock held): kp_shared_free reads it without the lock,
+   and sends a free of C's blocks to the lock while it is set, where
+   kp_shared_put looks at the block's page.  */
+static void
+kp_shared_mark_purged (kp_chunk_t *c)
+{
+  bool purged = c->npurged != 0;
+  if (atomic_load_explicit (&c->shared_purged, memory_order_relaxed)
+      != purged)
+    atomic_store_explicit (&c->shared_purged, purged, memory_order_relaxed);
+}
+
 /* ---- fork and the background purge --------------------------------- */
 
 static void
@@ -170,9 +183,10 @@ kp_shared_register (void)
   kp_purge_register (KP_PURGE_UPPER_SHARED, &upper);
   /* Without the handlers (no memory for them), a fork while another
      thread holds a class's lock leaves the child a lock it never gets.
-     The samplers' handlers are kp_process_init's; these come later, so
-     that no lock of the samplers is taken while one of these is
-     held.  */
+     Registered after kp_process_init's, these prepare handlers run
+     before those (the purge's lock, the samplers'): no thread takes a
+     class's lock while it holds one of those but the purge thread,
+     which only tries it (kp_shared_decay), and gives it up at once.  */
   pthread_atfork (kp_shared_atfork_prepare, kp_shared_atfork_parent,
                   kp_shared_atfork_child);
 }
@@ -265,6 +279,7 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls)
       if (c == s->spare)
         s->spare = NULL;
       kp_block_t *b = kp_shared_pop (c);
+      kp_shared_mark_purged (c);
       kp_shared_touch (s, c, now);
       if (!kp_chunk_has_space (c))
         {
@@ -291,8 +306,12 @@ static enum kp_shared_put_result
 kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
 {
   /* Two threads that free B at once both passed the test of
-     kp_shared_free; the second finds the tag here.  */
-  if (kp_unlikely (kp_block_marked_free (b)))
+     kp_shared_free, and the second finds the tag here.  A block that
+     starts in a page the decay gave back was free then, and its tag
+     went with the page.  */
+  if (kp_unlikely (kp_block_marked_free (b))
+      || (kp_unlikely (c->npurged != 0)
+          && kp_chunk_block_purged (c, b)))
     {
       kp_misuse ("free", "double free of", b);
       return KP_SHARED_KEPT;
@@ -352,6 +371,8 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
       if (kp_likely (kp_block_marked_free (b)) || !KP_HARDEN)
         {
           kp_block_mark_live (b);
+          kp_owner_add (&h->taken_blocks, 1);
+          kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
           return b;
         }
       /* Written to while it waited in the slot: lost, not handed out
@@ -419,7 +440,8 @@ kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
   unsigned i = cls - KP_SHARED_FIRST;
   size_t size = kp_class_size[cls];
   if (kp_likely (kp_heap_live (h)) && h->shared_slot[i] == NULL
-      && h->shared_slot_bytes + size <= KP_SHARED_SLOT_BYTES)
+      && h->shared_slot_bytes + size <= KP_SHARED_SLOT_BYTES
+      && !atomic_load_explicit (&c->shared_purged, memory_order_relaxed))
     {
       kp_block_mark_free (b);
       /* The tag before the slot (a fork from a signal handler sees a
@@ -517,6 +539,7 @@ kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
           continue;
         }
       pages += kp_chunk_purge (c, calls);
+      kp_shared_mark_purged (c);
       kp_shared_settle (s, c);
     }
   return pages;
@@ -545,6 +568,8 @@ kp_shared_decay (uint32_t now, uint32_t delay, size_t *calls)
 size_t
 kp_shared_trim (size_t *calls)
 {
+  /* It takes the locks: the fork handlers first.  */
+  pthread_once (&kp_shared_once, kp_shared_register);
   kp_heap_t *h = kp_tc.heap;
   if (kp_heap_live (h))
     kp_shared_thread_exit (h);

@@ -237,6 +237,31 @@ KM_TEST (double_free_of_a_64_kib_block_past_the_thread_s_slot)
   KM_EXPECT (sc_double_free_64k_past_the_slot, "free", "double free of");
 }
 
+/* A block of a shared class freed into a page that kame_pool_trim then
+   gave back, with its tag: the second free finds the page.  (Two
+   blocks stay live, so that the chunk stays.)  */
+static void
+sc_double_free_64k_purged (void)
+{
+  void *p[16];
+  for (int i = 0; i < 16; i++)
+    p[i] = km_block (64 * KIB, (uintptr_t) i);
+  for (int i = 2; i < 16; i++)
+    kame_pool_free (p[i]);
+  kame_pool_trim (0);
+  km_misusing (p[5]);
+  kame_pool_free (p[5]);
+  km_intact (p[0], 64 * KIB, 0);
+  km_intact (p[1], 64 * KIB, 1);
+  km_no_block_twice (64 * KIB, 48, p, 2);
+}
+
+KM_TEST (double_free_of_a_64_kib_block_in_a_page_given_back)
+{
+  KM_NEEDS_HARDENING;
+  KM_EXPECT (sc_double_free_64k_purged, "free", "double free of");
+}
+
 /* A block of a shared class waits in the thread's slot for its next
    malloc, which finds its tag overwritten: reported, and the block is
    not handed out.  */
@@ -1076,6 +1101,7 @@ KT_MAIN (KM_CASE (double_free_of_a_64_b_block),
          KM_CASE (double_free_of_a_64_kib_block_the_second_by_another_thread),
          KM_CASE (double_free_of_a_64_kib_block_past_the_thread_s_slot),
          KM_CASE (write_into_a_64_kib_block_kept_for_the_next_malloc),
+         KM_CASE (double_free_of_a_64_kib_block_in_a_page_given_back),
          KM_CASE (double_free_of_a_240_kib_block),
          KM_CASE (double_free_of_a_1_mib_block),
          KM_CASE (double_free_of_an_8_mib_block),

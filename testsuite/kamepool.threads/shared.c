@@ -160,6 +160,7 @@ KT_TEST (a_malloc_free_loop_gets_its_block_back_and_it_counts_free)
   void *p = kame_pool_malloc (SIZE_LOOP);
   KT_CHECK (p != NULL);
   kame_pool_free (p);
+  kame_pool_stats_t s0 = kt_pool_stats ();
   for (int i = 0; i < 1000; i++)
     {
       void *q = kame_pool_malloc (SIZE_LOOP);
@@ -172,6 +173,10 @@ KT_TEST (a_malloc_free_loop_gets_its_block_back_and_it_counts_free)
   KT_CHECK_EQ (s.classes[k].chunks, 1);
   KT_CHECK_EQ (s.classes[k].live_blocks, 0);
   KT_CHECK_EQ (s.classes[k].free_blocks, 1);
+  /* Every malloc counts in the totals, the slot's too.  */
+  KT_CHECK_EQ (s.allocated_blocks - s0.allocated_blocks, 1000);
+  KT_CHECK_EQ (s.allocated_bytes - s0.allocated_bytes, 1000 * SIZE_LOOP);
+  KT_CHECK_EQ (s.freed_blocks - s0.freed_blocks, 1000);
 }
 
 /* A thread frees two blocks, the first of which waits in its slot, and

@@ -13,12 +13,17 @@
    unit, a back-offset byte per unit and one chunk descriptor per unit.
    A chunk is a run of 1..16 units claimed with one CAS.  A small chunk
    serves one size class (up to 204.8 KiB); a dedicated chunk serves
-   one block above that.  Each thread owns a heap with one active chunk per class;
-   the owner allocates and frees with plain loads and stores, other
-   threads gather their frees in a per-thread batch and push each
-   batch with one CAS onto the chunk's remote list, whose low bit is
-   the chunk's "owned" bit.  Blocks above 4 MiB are mappings of
-   their own.  A flat radix map from region number to kind tells pool
+   one block above that.  Each thread owns a heap with one active
+   chunk per class up to 32 KiB; the owner allocates and frees with
+   plain loads and stores, other threads gather their frees in a
+   per-thread batch and push each batch with one CAS onto the chunk's
+   remote list, whose low bit is the chunk's "owned" bit.  The chunks
+   of the 19 mid classes above 32 KiB belong to no thread (shared.c):
+   one set per class under a lock, from which every thread allocates
+   and into which every thread frees, and a slot per class in each
+   heap for a block the thread freed, which its next malloc of the
+   class takes back without the lock.  Blocks above 4 MiB are mappings
+   of their own.  A flat radix map from region number to kind tells pool
    memory, large mappings and foreign (libc) pointers apart.  Free
    lists are safe-linked and freed blocks tagged, so that double,
    interior and wild frees and writes into freed blocks are reported
@@ -44,7 +49,10 @@
      desc.xthread_free      remote push (a block or a batch) CAS acq_rel; owner collect
                             exchange acquire; unown CAS release.
      desc.owner             relaxed: a thread only ever compares it with
-                            its own heap, which it wrote itself.
+                            its own heap, which it wrote itself, or
+                            with kp_heap_shared, which a shared
+                            chunk's setup wrote before any of its
+                            blocks was handed out.
      region list, radix     release on publish, acquire on walk.
      counters, hints        relaxed, approximate by design.
      heap.rbatch, rbatch_*  the heap's thread only: plain (with signal
@@ -56,6 +64,19 @@
                             word, the holder's id, is taken by an
                             acquire CAS and given back by a release
                             exchange; kp_tc.prof_* the thread's own.
+     shared classes         under the class's lock, a kp_sample_lock_t
+     (shared.c): partial,   (acquire CAS, release exchange; the decay's
+     full, and the owner-   trylock is the same CAS without the wait):
+     private fields of      the holder is the chunks' owner.
+     their chunks
+     shared class deferred  relaxed: set after a push onto a chunk's
+                            remote list (acq_rel CAS), cleared before
+                            the collect (exchange acquire) that takes
+                            the blocks; undecayed relaxed, a hint.
+     heap.shared_slot[],    the heap's thread only: plain (a signal
+     shared_slot_bytes,     fence orders a block's tag before the
+     shared_takes/seen      slot's store); kame_pool_get_stats reads
+                            shared_slot with relaxed atomic loads.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */

@@ -222,7 +222,7 @@ kp_memalign (size_t align, size_t n)
 void *
 kp_malloc_shared (size_t n)
 {
-  unsigned cls = kp_mid_class (n);
+  unsigned cls = kp_size_class (n);
   unsigned i = cls - KP_SHARED_FIRST;
   kp_heap_t *h = kp_tc.heap;
   kp_block_t *b = h->shared_slot[i];

@@ -14,11 +14,11 @@
    A chunk is a run of 1..16 units claimed with one CAS.  A small chunk
    serves one size class (up to 204.8 KiB); a dedicated chunk serves
    one block above that.  Each thread owns a heap with one active
-   chunk per class up to 32 KiB; the owner allocates and frees with
+   chunk per class up to 16 KiB; the owner allocates and frees with
    plain loads and stores, other threads gather their frees in a
    per-thread batch and push each batch with one CAS onto the chunk's
    remote list, whose low bit is the chunk's "owned" bit.  The chunks
-   of the 19 mid classes above 32 KiB belong to no thread (shared.c):
+   of the 24 classes above 16 KiB belong to no thread (shared.c):
    one set per class under a lock, from which every thread allocates
    and into which every thread frees, and a slot per class in each
    heap for a block the thread freed, which its next malloc of the
@@ -126,9 +126,11 @@
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 79
-/* The mid classes (above KP_LUT_MAX), whose chunks the threads share
-   (shared.c): the last KP_NSHARED classes.  */
-#define KP_NSHARED 19
+/* The classes above KP_OWNED_MAX, whose chunks the threads share
+   (shared.c): the last KP_NSHARED classes, from 16448 bytes (the
+   classes of chunks of 4 units) up.  */
+#define KP_OWNED_MAX 16384
+#define KP_NSHARED 24
 #define KP_SHARED_FIRST (KP_NCLASS - KP_NSHARED)
 /* What a thread may keep of freed blocks of those classes, one block
    of each at most, without taking their class's lock.  */
@@ -1621,7 +1623,8 @@ kp_chunk_has_space (const kp_chunk_t *c)
 
 /* ---- The shared classes (shared.c) -------------------------------------
 
-   The chunks of the mid classes belong to no thread: each class has
+   The chunks of the classes above KP_OWNED_MAX belong to no thread:
+   each class has
    one set of chunks under a lock, and each thread keeps at most the
    block of each class it freed last (kp_heap_t.shared_slot).  */
 
@@ -1967,7 +1970,7 @@ KP_HIDDEN void *kp_malloc_shared (size_t n);
 KP_INLINE void *
 kp_malloc_unsampled (size_t n)
 {
-  if (kp_likely (n <= KP_LUT_MAX))
+  if (kp_likely (n <= KP_OWNED_MAX))
     return kp_malloc_class (kp_class_lut[(n + 15) >> 4], n);
   if (n <= KP_SMALL_MAX)
     return kp_malloc_shared (n);

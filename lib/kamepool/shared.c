@@ -1,14 +1,15 @@
-/* shared.c -- the chunks of the mid classes, shared by the threads.
+/* shared.c -- the chunks of the classes above 16 KiB, shared by the
+   threads.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   Blocks of the mid classes (33 KiB to 204 KiB, the last KP_NSHARED
-   classes) are few and large, and each thread asks for any one class
-   seldom.  In chunks of their own per thread, as the smaller classes
-   are, every thread held a chunk of up to 1 MiB of every mid class it
-   had used, with as many free blocks in it as its last use left, and
+   Blocks of the classes above KP_OWNED_MAX (16448 to 208896 bytes,
+   the last KP_NSHARED classes, those of chunks of 4 units) are few and
+   large, and each thread asks for any one class seldom.  In chunks of
+   their own per thread, as the smaller classes are, every thread held
+   a chunk of up to 1 MiB of every such class it had used, with as many free blocks in it as its last use left, and
    only the owner could reuse them: sixteen threads that hand such
    blocks around held ten times the live bytes.  So their chunks belong
    to no thread (their owner is the sentinel kp_heap_shared): each class
@@ -57,9 +58,10 @@ typedef struct kp_shared_class
   /* The chunks that can hand out a block, the next to take from at
      the head; those that cannot (their FULL set).  */
   kp_clist_t partial, full;
-  /* The one empty chunk the class keeps, at the tail of PARTIAL, or
-     NULL.  */
-  kp_chunk_t *spare;
+  /* The empty chunks on PARTIAL: those kp_shared_put keeps (at most
+     KP_SHARED_SPARES, at the tail), one just claimed, and those a
+     collect emptied.  */
+  unsigned spares;
   /* Set (relaxed) by a free that found the lock held by its own
      thread, whose block went to its chunk's remote list; cleared by
      the holder that collects every chunk.  */
@@ -72,6 +74,10 @@ typedef struct kp_shared_class
 } kp_shared_class_t;
 
 static kp_shared_class_t kp_shared[KP_NSHARED];
+
+/* The emptied chunks a class keeps for its next mallocs, till the
+   decay.  */
+#define KP_SHARED_SPARES 2
 
 static kp_shared_class_t *
 kp_shared_class (unsigned cls)
@@ -100,7 +106,7 @@ kp_shared_free_bytes (const kp_chunk_t *c)
 
 /* What a chunk holds free before the decay looks at it, and before a
    free starts the background purge for it: a program's odd free of a
-   mid block is no memory worth a pass or a thread.  */
+   block of these classes is no memory worth a pass or a thread.  */
 #define KP_SHARED_DECAY_MIN (KP_DIRTY_KEEP / 4)
 
 /* C is in use at NOW: the decay waits for it again, if it holds enough
@@ -193,6 +199,18 @@ kp_shared_register (void)
 
 /* ---- The class's chunks (the lock held) ------------------------------ */
 
+/* Collect C's remote frees (the lock held): a chunk that the collect
+   empties counts among S's empty chunks.  */
+static uint32_t
+kp_shared_collect (kp_shared_class_t *s, kp_chunk_t *c)
+{
+  bool was_empty = kp_chunk_used (c) == 0;
+  uint32_t n = kp_chunk_collect (c);
+  if (n != 0 && !was_empty && kp_chunk_used (c) == 0)
+    s->spares++;
+  return n;
+}
+
 /* Collect the remote lists of every chunk of S: the frees that found
    the lock held by their own thread.  */
 static void
@@ -203,7 +221,7 @@ kp_shared_collect_all (kp_shared_class_t *s)
   for (c = s->full.head; c != NULL; c = next)
     {
       next = c->next;
-      if (kp_chunk_collect (c) != 0 && kp_chunk_has_space (c))
+      if (kp_shared_collect (s, c) != 0 && kp_chunk_has_space (c))
         {
           kp_clist_remove (&s->full, c);
           c->full = false;
@@ -212,7 +230,7 @@ kp_shared_collect_all (kp_shared_class_t *s)
         }
     }
   for (c = s->partial.head; c != NULL; c = c->next)
-    kp_chunk_collect (c);
+    kp_shared_collect (s, c);
 }
 
 /* A new chunk of class CLS, on S's partial list; NULL at the cap or
@@ -229,8 +247,10 @@ kp_shared_claim (kp_shared_class_t *s, unsigned cls)
   if (c == NULL)
     return NULL;
   kp_chunk_init_small (c, cls, units, &kp_heap_shared);
-  /* Nothing to give back yet (kp_shared_touch).  */
+  /* Nothing to give back yet (kp_shared_touch); empty, till its first
+     block goes.  */
   c->decayed = true;
+  s->spares++;
   kp_clist_push_head (&s->partial, c);
   return c;
 }
@@ -276,8 +296,8 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls)
       kp_chunk_t *c = s->partial.head;
       if (c == NULL && (c = kp_shared_claim (s, cls)) == NULL)
         return NULL;
-      if (c == s->spare)
-        s->spare = NULL;
+      if (kp_chunk_used (c) == 0)
+        s->spares--;
       kp_block_t *b = kp_shared_pop (c);
       kp_shared_mark_purged (c);
       kp_shared_touch (s, c, now);
@@ -334,20 +354,20 @@ kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
                                              : KP_SHARED_KEPT;
   if (c->used != 0)
     return r;
-  /* The class keeps one empty chunk, at the tail, where the mallocs
-     come to it last and the decay releases it once it has stayed
-     unused for the delay: a class whose few blocks come and go would
-     otherwise release a chunk and claim it again, and whenever the
-     dirty budget is short, give its pages back and fault them in
-     again.  With a delay of 0, none is kept.  A second empty chunk
-     goes back to its region at once, its pages kept within the dirty
+  /* The class keeps KP_SHARED_SPARES empty chunks, at the tail, where
+     the mallocs come to them last and the decay releases them once
+     they have stayed unused for the delay: a class whose few blocks
+     come and go would otherwise release a chunk and claim it again,
+     and whenever the dirty budget is short, give its pages back and
+     fault them in again.  With a delay of 0, none is kept.  Another
+     empty chunk goes back to its region at once, its pages kept within the dirty
      budget (the class's next claim takes them back first, the free
      units' decay gives them back if none does).  */
   kp_clist_remove (&s->partial, c);
-  if (s->spare == NULL && kp_setting (&kp_decay_ms) > 0)
+  if (s->spares < KP_SHARED_SPARES && kp_setting (&kp_decay_ms) > 0)
     {
       kp_clist_push (&s->partial, c);
-      s->spare = c;
+      s->spares++;
       return r;
     }
   kp_shared_settle (s, c);
@@ -524,11 +544,10 @@ kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
       next = c->next;
       if (!all && (c->decayed || now - c->idle_since < delay))
         continue;
-      kp_chunk_collect (c);
+      kp_shared_collect (s, c);
       if (kp_chunk_used (c) == 0)
         {
-          if (c == s->spare)
-            s->spare = NULL;
+          s->spares--;
           kp_clist_remove (&s->partial, c);
           kp_shared_settle (s, c);
           size_t carved = (size_t) (c->bump - kp_chunk_data (c));

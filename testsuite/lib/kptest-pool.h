@@ -23,6 +23,32 @@ static const size_t kt_classes[] = {
 };
 #define KT_NCLASSES (sizeof kt_classes / sizeof kt_classes[0])
 #define KT_SMALL_MAX ((size_t) 208896)
+/* The largest class whose chunks are a thread's own: the chunks of the
+   classes above it are the threads' together, and each such class
+   keeps up to KT_SHARED_SPARES emptied chunks of 4 units for its next
+   mallocs, until the decay (kamepool(7), The shared classes).  */
+#define KT_OWNED_MAX ((size_t) 16384)
+#define KT_SHARED_SPARES 2
+
+/* The chunks that the shared classes of S keep with no live block:
+   into *UNITS their units (4 a chunk), and false when a class keeps
+   more than KT_SHARED_SPARES.  Tests that compare the chunks live
+   before and after a run that freed everything leave these out.  */
+static inline bool
+kt_shared_kept (const kame_pool_stats_t *s, size_t *chunks, size_t *units)
+{
+  bool ok = true;
+  *chunks = *units = 0;
+  for (size_t i = 0; i < s->nclasses; i++)
+    if (s->classes[i].block_size > KT_OWNED_MAX
+        && s->classes[i].live_blocks == 0)
+      {
+        ok &= s->classes[i].chunks <= KT_SHARED_SPARES;
+        *chunks += s->classes[i].chunks;
+        *units += 4 * s->classes[i].chunks;
+      }
+  return ok;
+}
 
 /* The page size of the system, which the pool rounds large blocks
    and mappings to and gives a mapping's header: what every test uses

@@ -215,10 +215,11 @@ kp_memalign (size_t align, size_t n)
   return p;
 }
 
-/* The block of the thread's slot for N's shared class, else the refill
-   (whose kp_malloc_refill_chunk goes to kp_shared_malloc, which looks
-   at the slot again: a block written to while it waited there is
-   reported there).  A sentinel heap's slots are all NULL.  */
+/* The head of the thread's list of kept blocks of N's shared class,
+   else the refill (whose kp_malloc_refill_chunk goes to
+   kp_shared_malloc, which looks at the list again: a block written to
+   while it waited there is reported there).  A sentinel heap's lists
+   are all empty.  */
 void *
 kp_malloc_shared (size_t n)
 {
@@ -226,18 +227,24 @@ kp_malloc_shared (size_t n)
   unsigned i = cls - KP_SHARED_FIRST;
   kp_heap_t *h = kp_tc.heap;
   kp_block_t *b = h->shared_slot[i];
-  if (kp_likely (b != NULL) && kp_likely (!KP_HARDEN
-                                          || kp_block_marked_free (b)))
+  if (kp_likely (b != NULL))
     {
-      h->shared_slot[i] = NULL;
-      h->shared_slot_bytes -= kp_class_size[cls];
-      h->shared_takes[i]++;
-      kp_block_mark_live (b);
-      /* Handed out again without a pop from its chunk (the totals of
-         the statistics), as a block taken back from a batch.  */
-      kp_owner_add (&h->taken_blocks, 1);
-      kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
-      return b;
+      kp_block_t *next = kp_block_next (b);
+      if (kp_likely (!KP_HARDEN
+                     || (kp_block_marked_free (b)
+                         && kp_shared_link_ok (next))))
+        {
+          h->shared_slot[i] = next;
+          h->shared_n[i]--;
+          h->shared_slot_bytes -= kp_class_size[cls];
+          h->shared_takes[i]++;
+          kp_block_mark_live (b);
+          /* Handed out again without a pop from its chunk (the totals
+             of the statistics), as a block taken back from a batch.  */
+          kp_owner_add (&h->taken_blocks, 1);
+          kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
+          return b;
+        }
     }
   return kp_malloc_refill (n);
 }

@@ -74,9 +74,9 @@
                             the collect (exchange acquire) that takes
                             the blocks; undecayed relaxed, a hint.
      heap.shared_slot[],    the heap's thread only: plain (a signal
-     shared_slot_bytes,     fence orders a block's tag before the
-     shared_takes/seen      slot's store); kame_pool_get_stats reads
-                            shared_slot with relaxed atomic loads.
+     shared_n[], _bytes,    fence orders a block's link and tag
+     shared_takes/seen      before the list's head); kame_pool_get_stats
+                            reads shared_n with relaxed atomic loads.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -127,14 +127,16 @@
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
 #define KP_NCLASS 79
 /* The classes above KP_OWNED_MAX, whose chunks the threads share
-   (shared.c): the last KP_NSHARED classes, from 16448 bytes (the
-   classes of chunks of 4 units) up.  */
-#define KP_OWNED_MAX 16384
-#define KP_NSHARED 24
+   (shared.c): the last KP_NSHARED classes, the mid classes, from
+   34816 bytes up.  */
+#define KP_OWNED_MAX 32768
+#define KP_NSHARED 19
 #define KP_SHARED_FIRST (KP_NCLASS - KP_NSHARED)
-/* What a thread may keep of freed blocks of those classes, one block
-   of each at most, without taking their class's lock.  */
-#define KP_SHARED_SLOT_BYTES ((size_t) 512 << 10)
+/* What a thread may keep of freed blocks of those classes without
+   taking their class's lock: at most KP_SHARED_SLOT_MAX blocks of a
+   class, KP_SHARED_SLOT_BYTES in all.  */
+#define KP_SHARED_SLOT_BYTES ((size_t) 1 << 20)
+#define KP_SHARED_SLOT_MAX 16
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
@@ -732,13 +734,15 @@ struct kp_heap
   /* What each class's active chunk looked like at the last pass: the
      same at the next one means the class went unused in between.  */
   uintptr_t decay_seen[KP_NCLASS];
-  /* The blocks of the shared classes this thread freed last, one of
-     each at most, which its next malloc of the class takes back
-     without the class's lock (shared.c), and their bytes, at most
-     KP_SHARED_SLOT_BYTES.  Owner-only; kame_pool_get_stats reads the
-     slots racily (relaxed loads of plain objects), as it reads the
-     descriptors.  */
+  /* The blocks of the shared classes this thread freed and keeps for
+     its next mallocs of their class, which take them back without the
+     class's lock (shared.c): a list a class (safe-linked, as a chunk's
+     free list), SHARED_N blocks long, at most KP_SHARED_SLOT_MAX, and
+     their bytes, at most KP_SHARED_SLOT_BYTES.  Owner-only;
+     kame_pool_get_stats reads SHARED_N racily (relaxed loads of plain
+     objects), as it reads the descriptors.  */
   kp_block_t *shared_slot[KP_NSHARED];
+  uint16_t shared_n[KP_NSHARED];
   size_t shared_slot_bytes;
   /* The mallocs each slot served, and their count at the decay's last
      pass: a slot that served none in between goes back to its chunk
@@ -1625,8 +1629,22 @@ kp_chunk_has_space (const kp_chunk_t *c)
 
    The chunks of the classes above KP_OWNED_MAX belong to no thread:
    each class has
-   one set of chunks under a lock, and each thread keeps at most the
-   block of each class it freed last (kp_heap_t.shared_slot).  */
+   one set of chunks under a lock, and each thread keeps a short list
+   of freed blocks of each class (kp_heap_t.shared_slot).  */
+
+/* NEXT, the decoded link of a block on a thread's list of a shared
+   class, is NULL or in a pool region: the list's blocks come from
+   chunks in any region, so the test of a chunk's free list, the same
+   region (kp_link_suspect), does not hold.  */
+KP_INLINE bool
+kp_shared_link_ok (const kp_block_t *next)
+{
+  uintptr_t r = (uintptr_t) next >> KP_REGION_SHIFT;
+  return next == NULL
+         || (r < KP_RADIX_ENTRIES
+             && atomic_load_explicit (&kp_radix[r], memory_order_relaxed)
+                == KP_RADIX_POOL);
+}
 
 /* malloc of N bytes, of shared class CLS, by the thread whose heap is
    H (live), past kp_malloc_shared: its slot's block (one written to

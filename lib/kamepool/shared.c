@@ -1,13 +1,11 @@
-/* shared.c -- the chunks of the classes above 16 KiB, shared by the
-   threads.
+/* shared.c -- the chunks of the mid classes, shared by the threads.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   Blocks of the classes above KP_OWNED_MAX (16448 to 208896 bytes,
-   the last KP_NSHARED classes, those of chunks of 4 units) are few and
-   large, and each thread asks for any one class seldom.  In chunks of
+   Blocks of the mid classes, above KP_OWNED_MAX (34816 to 208896
+   bytes, the last KP_NSHARED classes) are few and large, and each thread asks for any one class seldom.  In chunks of
    their own per thread, as the smaller classes are, every thread held
    a chunk of up to 1 MiB of every such class it had used, with as many free blocks in it as its last use left, and
    only the owner could reuse them: sixteen threads that hand such
@@ -15,9 +13,11 @@
    to no thread (their owner is the sentinel kp_heap_shared): each class
    has one set of chunks under a lock, from which every thread
    allocates and into which every thread frees; and each thread keeps
-   the block of each class it freed last, in a slot of its heap, for
-   its next malloc of the class, so that a malloc/free loop takes no
-   lock (at most KP_SHARED_SLOT_BYTES a thread).
+   blocks of each class that it freed on a list of its heap (its slot,
+   at most KP_SHARED_SLOT_MAX blocks, KP_SHARED_SLOT_BYTES for all
+   classes), for its next mallocs of the class, so that a malloc/free
+   loop takes no lock, and a malloc that finds the list empty and a
+   free that finds it full move several blocks under one lock.
 
    The lock is a kp_sample_lock_t (prof.c): its word names the holder,
    so a signal handler that interrupts its own thread inside the lock
@@ -286,7 +286,7 @@ kp_shared_pop (kp_chunk_t *c)
 /* A block of class CLS from S's chunks, a new chunk if none has room;
    NULL at the cap.  */
 static kp_block_t *
-kp_shared_take (kp_shared_class_t *s, unsigned cls)
+kp_shared_take (kp_shared_class_t *s, unsigned cls, bool claim)
 {
   if (atomic_load_explicit (&s->deferred, memory_order_relaxed))
     kp_shared_collect_all (s);
@@ -294,7 +294,7 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls)
   for (;;)
     {
       kp_chunk_t *c = s->partial.head;
-      if (c == NULL && (c = kp_shared_claim (s, cls)) == NULL)
+      if (c == NULL && (!claim || (c = kp_shared_claim (s, cls)) == NULL))
         return NULL;
       if (kp_chunk_used (c) == 0)
         s->spares--;
@@ -377,6 +377,83 @@ kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
 
 /* ---- malloc and free ------------------------------------------------- */
 
+/* The blocks a malloc that found its list empty takes from the chunks
+   for it, under one lock: about KP_SHARED_BATCH_BYTES, at least one,
+   at most half a list.  */
+#define KP_SHARED_BATCH_BYTES ((size_t) 128 << 10)
+
+/* Drop H's list of class I, whose head B failed its checks (a write
+   after free): reported, its blocks lost (they stay counted in their
+   chunks, which are then never released), none handed out twice.  */
+static void
+kp_shared_slot_drop (kp_heap_t *h, unsigned i, kp_block_t *b,
+                     const char *call)
+{
+  /* A tag of 0 is the live mark: B was freed twice, and is on the list
+     a second time after a malloc took it the first time (unless both
+     words are 0: a freed block cleared).  */
+  if (KP_HARDEN && b->tag == 0 && b->link != 0)
+    kp_misuse ("free", "double free of", b);
+  else
+    kp_misuse (call, "corrupted free block (written to after it was "
+               "freed) at", b);
+  h->shared_slot_bytes -= (size_t) h->shared_n[i]
+                          * kp_class_size[KP_SHARED_FIRST + i];
+  h->shared_n[i] = 0;
+  h->shared_slot[i] = NULL;
+}
+
+/* Pop the head of H's list of class I for the chunks (the lock held):
+   NULL when the list is empty, or when its head failed its checks
+   (reported by the caller's CALL, the list dropped).  The block is
+   live again, for kp_shared_put's test.  */
+static kp_block_t *
+kp_shared_slot_pop (kp_heap_t *h, unsigned i, const char *call)
+{
+  kp_block_t *b = h->shared_slot[i];
+  if (b == NULL)
+    return NULL;
+  kp_block_t *next = kp_block_next (b);
+  if (KP_HARDEN && (!kp_block_marked_free (b) || !kp_shared_link_ok (next)))
+    {
+      kp_shared_slot_drop (h, i, b, call);
+      return NULL;
+    }
+  h->shared_slot[i] = next;
+  h->shared_n[i]--;
+  h->shared_slot_bytes -= kp_class_size[KP_SHARED_FIRST + i];
+  kp_block_mark_live (b);
+  return b;
+}
+
+/* Push B, a block of class I, on H's list.  */
+static void
+kp_shared_slot_push (kp_heap_t *h, unsigned i, kp_block_t *b)
+{
+  kp_block_link (b, h->shared_slot[i]);
+  kp_block_mark_free (b);
+  /* The link and the tag before the head (a fork from a signal handler
+     sees a whole list); no instruction.  */
+  atomic_signal_fence (memory_order_release);
+  h->shared_slot[i] = b;
+  h->shared_n[i]++;
+  h->shared_slot_bytes += kp_class_size[KP_SHARED_FIRST + i];
+}
+
+/* Start or poll the purge after puts that answered R (outside the
+   lock: making the thread allocates).  */
+static void
+kp_shared_after_put (bool released, bool freeing)
+{
+  if (released)
+    kp_purge_poll ();
+  else if (freeing
+           && kp_unlikely (atomic_load_explicit (&kp_purge_state,
+                                                 memory_order_relaxed)
+                           == KP_PURGE_NONE))
+    kp_purge_start ();
+}
+
 void *
 kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
 {
@@ -385,34 +462,38 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
   kp_block_t *b = h->shared_slot[i];
   if (b != NULL)
     {
-      h->shared_slot[i] = NULL;
-      h->shared_slot_bytes -= kp_class_size[cls];
-      h->shared_takes[i]++;
-      if (kp_likely (kp_block_marked_free (b)) || !KP_HARDEN)
-        {
-          kp_block_mark_live (b);
-          kp_owner_add (&h->taken_blocks, 1);
-          kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
-          return b;
-        }
-      /* Written to while it waited in the slot: lost, not handed out
-         (it stays counted in its chunk, which is never released).  */
-      kp_misuse ("malloc", "corrupted free block (written to after it "
-                 "was freed) at", b);
+      /* kp_malloc_shared refused it.  */
+      kp_shared_slot_drop (h, i, b, "malloc");
     }
   kp_shared_class_t *s = kp_shared_class (cls);
   pthread_once (&kp_shared_once, kp_shared_register);
   /* A signal handler inside this thread's own call of the class.  */
   if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
     return kp_units_fallback (n, 0);
+  size_t size = kp_class_size[cls];
+  size_t more = KP_SHARED_BATCH_BYTES / size;
+  if (more > KP_SHARED_SLOT_MAX / 2)
+    more = KP_SHARED_SLOT_MAX / 2;
+  kp_block_t *extra[KP_SHARED_SLOT_MAX / 2];
+  size_t got = 0;
   kp_sample_lock (&s->lock);
-  b = kp_shared_take (s, cls);
+  b = kp_shared_take (s, cls, true);
+  /* Blocks for the next mallocs too, from the chunks that have room
+     (no chunk claimed for them).  */
+  while (b != NULL && got + 1 < more
+         && h->shared_slot_bytes + (got + 1) * size <= KP_SHARED_SLOT_BYTES
+         && (extra[got] = kp_shared_take (s, cls, false)) != NULL)
+    got++;
   kp_sample_unlock (&s->lock);
+  /* Onto the list last first, so that the mallocs take them in the
+     order the chunks gave them.  */
+  while (got > 0)
+    kp_shared_slot_push (h, i, extra[--got]);
   return b != NULL ? b : kp_units_fallback (n, 0);
 }
 
-/* kp_shared_free past the slot: back into chunk C under the lock of
-   its class CLS.  Out of line, so that the slot's path saves no
+/* kp_shared_free past the list: back into chunk C under the lock of
+   its class CLS.  Out of line, so that the list's path saves no
    registers.  */
 static KP_NOINLINE void
 kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
@@ -429,15 +510,24 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
     }
   kp_sample_lock (&s->lock);
   enum kp_shared_put_result r = kp_shared_put (s, c, b);
+  /* The thread's list is full (or the bytes of its lists): half of it
+     goes back with B, under the same lock.  */
+  bool released = r == KP_SHARED_RELEASED, freeing = r == KP_SHARED_FREEING;
+  if (kp_heap_live (h))
+    {
+      unsigned i = cls - KP_SHARED_FIRST;
+      for (unsigned k = h->shared_n[i] / 2; k > 0; k--)
+        {
+          kp_block_t *x = kp_shared_slot_pop (h, i, "free");
+          if (x == NULL)
+            break;
+          r = kp_shared_put (s, kp_chunk_of (x), x);
+          released |= r == KP_SHARED_RELEASED;
+          freeing |= r == KP_SHARED_FREEING;
+        }
+    }
   kp_sample_unlock (&s->lock);
-  /* Outside the lock: starting the purge thread allocates.  */
-  if (r == KP_SHARED_RELEASED)
-    kp_purge_poll ();
-  else if (r == KP_SHARED_FREEING
-           && kp_unlikely (atomic_load_explicit (&kp_purge_state,
-                                                 memory_order_relaxed)
-                           == KP_PURGE_NONE))
-    kp_purge_start ();
+  kp_shared_after_put (released, freeing);
 }
 
 void
@@ -452,23 +542,20 @@ kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
       return;
     }
   kp_block_t *b = p;
+  /* Its tag: the free itself reports a second free, whether the first
+     put B on the thread's list or back in its chunk (without the look,
+     larson at 1 to 40 KiB ran no faster).  */
   if (kp_unlikely (kp_block_marked_free (b)))
     {
       kp_misuse ("free", "double free of", p);
       return;
     }
   unsigned i = cls - KP_SHARED_FIRST;
-  size_t size = kp_class_size[cls];
-  if (kp_likely (kp_heap_live (h)) && h->shared_slot[i] == NULL
-      && h->shared_slot_bytes + size <= KP_SHARED_SLOT_BYTES
+  if (kp_likely (kp_heap_live (h)) && h->shared_n[i] < KP_SHARED_SLOT_MAX
+      && h->shared_slot_bytes + kp_class_size[cls] <= KP_SHARED_SLOT_BYTES
       && !atomic_load_explicit (&c->shared_purged, memory_order_relaxed))
     {
-      kp_block_mark_free (b);
-      /* The tag before the slot (a fork from a signal handler sees a
-         free block there); no instruction.  */
-      atomic_signal_fence (memory_order_release);
-      h->shared_slot[i] = b;
-      h->shared_slot_bytes += size;
+      kp_shared_slot_push (h, i, b);
       return;
     }
   kp_shared_free_locked (b, c, h, cls);
@@ -480,32 +567,30 @@ kp_shared_slot_blocks (size_t free[KP_NCLASS])
 {
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     for (unsigned i = 0; i < KP_NSHARED; i++)
-      if (__atomic_load_n (&h->shared_slot[i], __ATOMIC_RELAXED) != NULL)
-        free[KP_SHARED_FIRST + i]++;
+      free[KP_SHARED_FIRST + i] += __atomic_load_n (&h->shared_n[i],
+                                                     __ATOMIC_RELAXED);
 }
 
-/* Put slot I of H back into its chunk.  */
+/* Put H's list of class I back into its chunks, under one lock.  */
 static void
 kp_shared_slot_flush (kp_heap_t *h, unsigned i)
 {
-  kp_block_t *b = h->shared_slot[i];
-  if (b == NULL)
+  if (h->shared_slot[i] == NULL)
     return;
-  unsigned cls = KP_SHARED_FIRST + i;
-  h->shared_slot[i] = NULL;
-  h->shared_slot_bytes -= kp_class_size[cls];
-  if (KP_HARDEN && !kp_block_marked_free (b))
-    {
-      kp_misuse ("free", "corrupted free block (written to after it was "
-                 "freed) at", b);
-      return;
-    }
-  /* Live again for kp_shared_put's test.  */
-  kp_block_mark_live (b);
-  kp_shared_class_t *s = kp_shared_class (cls);
+  kp_shared_class_t *s = kp_shared_class (KP_SHARED_FIRST + i);
+  if (kp_sample_lock_mine (&s->lock))
+    return;                     /* a signal handler inside the lock */
+  bool released = false, freeing = false;
   kp_sample_lock (&s->lock);
-  kp_shared_put (s, kp_chunk_of (b), b);
+  kp_block_t *b;
+  while ((b = kp_shared_slot_pop (h, i, "free")) != NULL)
+    {
+      enum kp_shared_put_result r = kp_shared_put (s, kp_chunk_of (b), b);
+      released |= r == KP_SHARED_RELEASED;
+      freeing |= r == KP_SHARED_FREEING;
+    }
   kp_sample_unlock (&s->lock);
+  kp_shared_after_put (released, freeing);
 }
 
 void

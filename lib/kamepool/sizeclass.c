@@ -112,11 +112,9 @@ kp_sizeclass_check (void)
       cls = kp_size_class (n);
       KP_CHECK (kp_class_size[cls] >= n && kp_class_size[cls - 1] < n);
     }
-  /* The shared classes are those above KP_OWNED_MAX, and those of
-     chunks of 4 units (shared.c).  */
+  /* The shared classes are those above KP_OWNED_MAX (shared.c).  */
   KP_CHECK (kp_class_size[KP_SHARED_FIRST - 1] == KP_OWNED_MAX
-            && kp_class_units[KP_SHARED_FIRST] == 4
-            && kp_class_units[KP_SHARED_FIRST - 1] < 4);
+            && kp_class_size[KP_SHARED_FIRST] > KP_OWNED_MAX);
   for (cls = 0; cls < KP_NCLASS; cls++)
     KP_CHECK (kp_class_size[cls] % (kp_class_size[cls] > KP_LUT_MAX
                                     ? 1024 : 16) == 0

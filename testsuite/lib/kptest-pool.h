@@ -27,7 +27,7 @@ static const size_t kt_classes[] = {
    classes above it are the threads' together, and each such class
    keeps up to KT_SHARED_SPARES emptied chunks of 4 units for its next
    mallocs, until the decay (kamepool(7), The shared classes).  */
-#define KT_OWNED_MAX ((size_t) 16384)
+#define KT_OWNED_MAX ((size_t) 32768)
 #define KT_SHARED_SPARES 2
 
 /* The chunks that the shared classes of S keep with no live block:

@@ -1147,13 +1147,9 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
      owner may release the chunk and anyone claim it again.  Its
      tables, not a division by the block size.  */
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  if (kp_unlikely (!kp_free_block_start_ok (c, cls, p)))
+    return;
   uint64_t magic = kp_class_divmagic[cls];
-  uint64_t off = (uint64_t) ((char *) p - kp_chunk_data (c));
-  if (kp_unlikely (off * magic >= magic))
-    {
-      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
-      return;
-    }
   kp_block_t *b = p;
   /* Freed already: on the owner's list, on this remote list or in a
      batch.  No look at any of them is possible from here; the tag,

@@ -1546,6 +1546,19 @@ KP_HIDDEN kp_chunk_t *kp_chunk_adopt (kp_heap_t *h, unsigned cls);
    the calling thread's heap, kp_tc.heap (chunk.c; kp_free_remote
    below is the way in).  */
 KP_HIDDEN void kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* The free of P, in small chunk C of class CLS, by a thread that does
+   not own C: P starts a block (the class's tables, not a division by
+   the block size), else reported, false.  */
+KP_INLINE bool
+kp_free_block_start_ok (const kp_chunk_t *c, unsigned cls, const void *p)
+{
+  uint64_t magic = kp_class_divmagic[cls];
+  uint64_t off = (uint64_t) ((const char *) p - kp_chunk_data (c));
+  if (kp_likely (off * magic < magic))
+    return true;
+  kp_misuse ("free", "invalid pointer (not the start of a block):", p);
+  return false;
+}
 /* Push B, a block of small chunk C whose OWNED bit is set, on C's
    remote list (shared.c: a free inside the lock's own thread).  */
 KP_HIDDEN void kp_remote_push_one (kp_chunk_t *c, kp_block_t *b);

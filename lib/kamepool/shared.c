@@ -534,13 +534,8 @@ void
 kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-  uint64_t magic = kp_class_divmagic[cls];
-  uint64_t off = (uint64_t) ((char *) p - kp_chunk_data (c));
-  if (kp_unlikely (off * magic >= magic))
-    {
-      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
-      return;
-    }
+  if (kp_unlikely (!kp_free_block_start_ok (c, cls, p)))
+    return;
   kp_block_t *b = p;
   /* Its tag: the free itself reports a second free, whether the first
      put B on the thread's list or back in its chunk (without the look,

@@ -267,10 +267,11 @@ pages_after_first (size_t *len)
    class's only one, and the next malloc of the class gets a block of it
    again, whose pages come back.  */
 static void
-first_block_and_reuse (size_t k)
+first_block_and_reuse (void)
 {
   KT_CHECK (kt_painted (blocks[0], SIZE_PAGES, 0));
   kame_pool_stats_t s = kt_pool_stats ();
+  size_t k = kt_pool_class (&s, SIZE_PAGES);
   KT_CHECK_EQ (s.classes[k].chunks, 1);
   KT_CHECK_EQ (s.classes[k].live_blocks, 1);
   void *p = kame_pool_malloc (SIZE_PAGES);
@@ -283,18 +284,28 @@ first_block_and_reuse (size_t k)
   kame_pool_free (blocks[0]);
 }
 
+/* One thread fills a chunk of SIZE_PAGES blocks, another frees all but
+   the first: the pages of the free blocks (FROM, *LEN bytes), resident
+   still; NULL if the class was used already.  */
+static char *
+partly_used_chunk (size_t *len)
+{
+  if (fresh_class (SIZE_PAGES) == SIZE_MAX)
+    return NULL;
+  size_t per = CHUNK / SIZE_PAGES;
+  run (alloc_blocks, per, SIZE_PAGES, 1);
+  run (free_blocks, per, SIZE_PAGES, 1);
+  return pages_after_first (len);
+}
+
 /* Another thread frees all but the first block of a chunk: after the
    delay, with no allocation, the pages of the free blocks are given
    back and the live block's stay.  */
 KT_TEST (the_free_pages_of_a_partly_used_chunk_go_back_after_the_delay)
 {
-  size_t k = fresh_class (SIZE_PAGES);
-  KT_CHECK (k != SIZE_MAX);
-  size_t per = CHUNK / SIZE_PAGES;
-  run (alloc_blocks, per, SIZE_PAGES, 1);
-  run (free_blocks, per, SIZE_PAGES, 1);
   size_t len;
-  char *from = pages_after_first (&len);
+  char *from = partly_used_chunk (&len);
+  KT_CHECK (from != NULL);
   KT_CHECK (kt_resident_count (from, len) != 0);
   size_t left = SIZE_MAX;
   for (long ms = 0; ms < WAIT_MS; ms += 20)
@@ -305,24 +316,20 @@ KT_TEST (the_free_pages_of_a_partly_used_chunk_go_back_after_the_delay)
       sleep_ms (20);
     }
   KT_CHECK_EQ (left, 0);
-  first_block_and_reuse (k);
+  first_block_and_reuse ();
 }
 
 /* kame_pool_trim gives back at once what the decay would after the
    delay.  */
 KT_TEST (trim_gives_back_the_free_pages_of_a_partly_used_chunk_at_once)
 {
-  size_t k = fresh_class (SIZE_PAGES);
-  KT_CHECK (k != SIZE_MAX);
-  size_t per = CHUNK / SIZE_PAGES;
-  run (alloc_blocks, per, SIZE_PAGES, 1);
-  run (free_blocks, per, SIZE_PAGES, 1);
   size_t len;
-  char *from = pages_after_first (&len);
+  char *from = partly_used_chunk (&len);
+  KT_CHECK (from != NULL);
   KT_CHECK (kt_resident_count (from, len) != 0);
   kame_pool_trim (0);
   KT_CHECK_EQ (kt_resident_count (from, len), 0);
-  first_block_and_reuse (k);
+  first_block_and_reuse ();
 }
 
 /* ---- fork ------------------------------------------------------------- */

@@ -296,7 +296,7 @@ kp_shared_take (kp_shared_class_t *s, unsigned cls, bool claim)
       kp_chunk_t *c = s->partial.head;
       if (c == NULL && (!claim || (c = kp_shared_claim (s, cls)) == NULL))
         return NULL;
-      if (kp_chunk_used (c) == 0)
+      if (kp_chunk_used (c) == 0 && s->spares != 0)
         s->spares--;
       kp_block_t *b = kp_shared_pop (c);
       kp_shared_mark_purged (c);
@@ -360,9 +360,9 @@ kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
      come and go would otherwise release a chunk and claim it again,
      and whenever the dirty budget is short, give its pages back and
      fault them in again.  With a delay of 0, none is kept.  Another
-     empty chunk goes back to its region at once, its pages kept within the dirty
-     budget (the class's next claim takes them back first, the free
-     units' decay gives them back if none does).  */
+     empty chunk goes back to its region at once, its pages kept within
+     the dirty budget (the class's next claim takes them back first,
+     the free units' decay gives them back if none does).  */
   kp_clist_remove (&s->partial, c);
   if (s->spares < KP_SHARED_SPARES && kp_setting (&kp_decay_ms) > 0)
     {
@@ -627,7 +627,8 @@ kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
       kp_shared_collect (s, c);
       if (kp_chunk_used (c) == 0)
         {
-          s->spares--;
+          if (s->spares != 0)
+            s->spares--;
           kp_clist_remove (&s->partial, c);
           kp_shared_settle (s, c);
           size_t carved = (size_t) (c->bump - kp_chunk_data (c));

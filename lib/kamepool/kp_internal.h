@@ -14,15 +14,15 @@
    A chunk is a run of 1..16 units claimed with one CAS.  A small chunk
    serves one size class (up to 204.8 KiB); a dedicated chunk serves
    one block above that.  Each thread owns a heap with one active
-   chunk per class up to 16 KiB; the owner allocates and frees with
+   chunk per class up to 32 KiB; the owner allocates and frees with
    plain loads and stores, other threads gather their frees in a
    per-thread batch and push each batch with one CAS onto the chunk's
    remote list, whose low bit is the chunk's "owned" bit.  The chunks
-   of the 24 classes above 16 KiB belong to no thread (shared.c):
+   of the 19 mid classes above 32 KiB belong to no thread (shared.c):
    one set per class under a lock, from which every thread allocates
-   and into which every thread frees, and a slot per class in each
-   heap for a block the thread freed, which its next malloc of the
-   class takes back without the lock.  Blocks above 4 MiB are mappings
+   and into which every thread frees, and a short list per class in
+   each heap of blocks the thread freed, which its next mallocs of the
+   class take back without the lock.  Blocks above 4 MiB are mappings
    of their own.  A flat radix map from region number to kind tells pool
    memory, large mappings and foreign (libc) pointers apart.  Free
    lists are safe-linked and freed blocks tagged, so that double,
@@ -1641,9 +1641,9 @@ kp_chunk_has_space (const kp_chunk_t *c)
 /* ---- The shared classes (shared.c) -------------------------------------
 
    The chunks of the classes above KP_OWNED_MAX belong to no thread:
-   each class has
-   one set of chunks under a lock, and each thread keeps a short list
-   of freed blocks of each class (kp_heap_t.shared_slot).  */
+   each class has one set of chunks under a lock, and each thread
+   keeps a short list of freed blocks of each class
+   (kp_heap_t.shared_slot).  */
 
 /* NEXT, the decoded link of a block on a thread's list of a shared
    class, is NULL or in a pool region: the list's blocks come from
@@ -1660,16 +1660,17 @@ kp_shared_link_ok (const kp_block_t *next)
 }
 
 /* malloc of N bytes, of shared class CLS, by the thread whose heap is
-   H (live), past kp_malloc_shared: its slot's block (one written to
-   while it waited is reported and dropped), else a block of the
-   class's chunks; the C library's block beyond the cap, or NULL.  */
+   H (live), past kp_malloc_shared, which found its list empty or its
+   head written to (reported here, the list dropped): a block of the
+   class's chunks, and more for the list; the C library's block beyond
+   the cap, or NULL.  */
 KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
 /* free of P, in chunk C of a shared class, by the thread whose heap is
    H (any: live, none or dead).  */
 KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h);
-/* Add to FREE[CLS] the blocks of each shared class CLS that wait in the
-   threads' slots: free, though their chunks count them handed out (a
-   racy read of the slots, exact when no other thread runs).  */
+/* Add to FREE[CLS] the blocks of each shared class CLS that wait on the
+   threads' lists: free, though their chunks count them handed out (a
+   racy read of the lengths, exact when no other thread runs).  */
 KP_HIDDEN void kp_shared_slot_blocks (size_t free[KP_NCLASS]);
 /* The decay's pass of H: the slots that served no malloc since the
    last pass go back to their chunks.  */

@@ -211,10 +211,10 @@ kp_shared_collect (kp_shared_class_t *s, kp_chunk_t *c)
   return n;
 }
 
-/* Collect the remote lists of every chunk of S: the frees that found
-   the lock held by their own thread.  */
+/* Collect the remote lists of every chunk of S at NOW: the frees that
+   found the lock held by their own thread.  */
 static void
-kp_shared_collect_all (kp_shared_class_t *s)
+kp_shared_collect_all (kp_shared_class_t *s, uint32_t now)
 {
   atomic_store_explicit (&s->deferred, false, memory_order_relaxed);
   kp_chunk_t *c, *next;
@@ -226,7 +226,7 @@ kp_shared_collect_all (kp_shared_class_t *s)
           kp_clist_remove (&s->full, c);
           c->full = false;
           kp_clist_push_head (&s->partial, c);
-          kp_shared_touch (s, c, kp_clock_ms ());
+          kp_shared_touch (s, c, now);
         }
     }
   for (c = s->partial.head; c != NULL; c = c->next)
@@ -283,14 +283,14 @@ kp_shared_pop (kp_chunk_t *c)
   return b;
 }
 
-/* A block of class CLS from S's chunks, a new chunk if none has room;
-   NULL at the cap.  */
+/* A block of class CLS from S's chunks at NOW (read once a hold of the
+   lock), a new chunk if none has room and CLAIM; NULL at the cap.  */
 static kp_block_t *
-kp_shared_take (kp_shared_class_t *s, unsigned cls, bool claim)
+kp_shared_take (kp_shared_class_t *s, unsigned cls, bool claim,
+                uint32_t now)
 {
   if (atomic_load_explicit (&s->deferred, memory_order_relaxed))
-    kp_shared_collect_all (s);
-  uint32_t now = kp_clock_ms ();
+    kp_shared_collect_all (s, now);
   for (;;)
     {
       kp_chunk_t *c = s->partial.head;
@@ -321,9 +321,10 @@ enum kp_shared_put_result
   KP_SHARED_RELEASED            /* emptied, and released */
 };
 
-/* Put B, a live block of C, back.  */
+/* Put B, a live block of C, back at NOW.  */
 static enum kp_shared_put_result
-kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
+kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b,
+               uint32_t now)
 {
   /* Two threads that free B at once both passed the test of
      kp_shared_free, and the second finds the tag here.  A block that
@@ -341,7 +342,7 @@ kp_shared_put (kp_shared_class_t *s, kp_chunk_t *c, kp_block_t *b)
   c->free = b;
   KP_ASSERT (kp_chunk_used (c) > 0);
   c->used--;
-  kp_shared_touch (s, c, kp_clock_ms ());
+  kp_shared_touch (s, c, now);
   if (c->full)
     {
       /* Nearly full: taken from first, so that the emptier chunks
@@ -477,12 +478,13 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
   kp_block_t *extra[KP_SHARED_SLOT_MAX / 2];
   size_t got = 0;
   kp_sample_lock (&s->lock);
-  b = kp_shared_take (s, cls, true);
+  uint32_t now = kp_clock_ms ();
+  b = kp_shared_take (s, cls, true, now);
   /* Blocks for the next mallocs too, from the chunks that have room
      (no chunk claimed for them).  */
   while (b != NULL && got + 1 < more
          && h->shared_slot_bytes + (got + 1) * size <= KP_SHARED_SLOT_BYTES
-         && (extra[got] = kp_shared_take (s, cls, false)) != NULL)
+         && (extra[got] = kp_shared_take (s, cls, false, now)) != NULL)
     got++;
   kp_sample_unlock (&s->lock);
   /* Onto the list last first, so that the mallocs take them in the
@@ -509,7 +511,8 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
       return;
     }
   kp_sample_lock (&s->lock);
-  enum kp_shared_put_result r = kp_shared_put (s, c, b);
+  uint32_t now = kp_clock_ms ();
+  enum kp_shared_put_result r = kp_shared_put (s, c, b, now);
   /* The thread's list is full (or the bytes of its lists): half of it
      goes back with B, under the same lock.  */
   bool released = r == KP_SHARED_RELEASED, freeing = r == KP_SHARED_FREEING;
@@ -521,7 +524,7 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
           kp_block_t *x = kp_shared_slot_pop (h, i, "free");
           if (x == NULL)
             break;
-          r = kp_shared_put (s, kp_chunk_of (x), x);
+          r = kp_shared_put (s, kp_chunk_of (x), x, now);
           released |= r == KP_SHARED_RELEASED;
           freeing |= r == KP_SHARED_FREEING;
         }
@@ -577,10 +580,12 @@ kp_shared_slot_flush (kp_heap_t *h, unsigned i)
     return;                     /* a signal handler inside the lock */
   bool released = false, freeing = false;
   kp_sample_lock (&s->lock);
+  uint32_t now = kp_clock_ms ();
   kp_block_t *b;
   while ((b = kp_shared_slot_pop (h, i, "free")) != NULL)
     {
-      enum kp_shared_put_result r = kp_shared_put (s, kp_chunk_of (b), b);
+      enum kp_shared_put_result r = kp_shared_put (s, kp_chunk_of (b), b,
+                                                   now);
       released |= r == KP_SHARED_RELEASED;
       freeing |= r == KP_SHARED_FREEING;
     }
@@ -616,7 +621,7 @@ kp_shared_give_back (kp_shared_class_t *s, bool all, uint32_t now,
                      uint32_t delay, size_t *calls)
 {
   if (atomic_load_explicit (&s->deferred, memory_order_relaxed))
-    kp_shared_collect_all (s);
+    kp_shared_collect_all (s, now);
   size_t pages = 0;
   kp_chunk_t *c, *next;
   for (c = s->partial.head; c != NULL; c = next)
@@ -674,13 +679,14 @@ kp_shared_trim (size_t *calls)
   if (kp_heap_live (h))
     kp_shared_thread_exit (h);
   size_t pages = 0;
+  uint32_t now = kp_clock_ms ();
   for (unsigned i = 0; i < KP_NSHARED; i++)
     {
       kp_shared_class_t *s = &kp_shared[i];
       if (kp_sample_lock_mine (&s->lock))
         continue;
       kp_sample_lock (&s->lock);
-      pages += kp_shared_give_back (s, true, 0, 0, calls);
+      pages += kp_shared_give_back (s, true, now, 0, calls);
       kp_sample_unlock (&s->lock);
     }
   return pages;

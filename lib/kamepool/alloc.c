@@ -220,10 +220,13 @@ kp_memalign (size_t align, size_t n)
    kp_shared_malloc, which looks at the list again: a block written to
    while it waited there is reported there).  A sentinel heap's lists
    are all empty.  */
+_Static_assert (KP_OWNED_MAX == KP_LUT_MAX,
+                "kp_malloc_shared takes the class from kp_mid_lut");
 void *
 kp_malloc_shared (size_t n)
 {
-  unsigned cls = kp_size_class (n);
+  /* N is above KP_OWNED_MAX, which is KP_LUT_MAX: a mid class.  */
+  unsigned cls = kp_mid_class (n);
   unsigned i = cls - KP_SHARED_FIRST;
   kp_heap_t *h = kp_tc.heap;
   kp_block_t *b = h->shared_slot[i];

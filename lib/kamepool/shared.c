@@ -427,8 +427,9 @@ kp_shared_slot_pop (kp_heap_t *h, unsigned i, const char *call)
   return b;
 }
 
-/* Push B, a block of class I, on H's list.  */
-static void
+/* Push B, a block of class I, on H's list (inline: kp_shared_free's
+   path makes no call).  */
+KP_INLINE void
 kp_shared_slot_push (kp_heap_t *h, unsigned i, kp_block_t *b)
 {
   kp_block_link (b, h->shared_slot[i]);

@@ -38,6 +38,7 @@ struct shared
      ends the loop, it publishes nothing).  */
   _Atomic kb_handle *slot;
   size_t nslots, local, max;
+  size_t ops_each;              /* with --ops: each thread's count */
   _Atomic int stop;
   pthread_barrier_t start;
 };
@@ -75,7 +76,8 @@ stress (void *arg)
                                          kb_log_uniform (&w->rng, 1, s->max),
                                          DENSE), memory_order_relaxed);
   pthread_barrier_wait (&s->start);
-  while (!atomic_load_explicit (&s->stop, memory_order_relaxed))
+  while (!atomic_load_explicit (&s->stop, memory_order_relaxed)
+         && (s->ops_each == 0 || n < s->ops_each))
     {
       int b;
       for (b = 0; b < 64; b++)
@@ -117,7 +119,7 @@ int
 main (int argc, char **argv)
 {
   size_t threads = 16, slots = 1024, local = 16, max = (size_t) 1 << 20;
-  size_t seed = 1, i;
+  size_t seed = 1, ops = 0, i;
   double seconds = 3, t0, elapsed;
   int quick = 0;
   unsigned long long total = 0, live = 0;
@@ -133,6 +135,9 @@ main (int argc, char **argv)
     { "slots", KB_SIZE, &slots, "shared slots (default 1024)" },
     { "local", KB_SIZE, &local, "slots of each thread (default 16)" },
     { "seconds", KB_DOUBLE, &seconds, "time to run (default 3)" },
+    { "ops", KB_SIZE, &ops, "with it, a fixed count of malloc/free pairs"
+      " per thread\n                 (rounded up to 64) instead of"
+      " --seconds" },
     { "seed", KB_SIZE, &seed, "random seed (default 1)" },
     { "quick", KB_FLAG, &quick, "smoke run: 0.3 seconds" },
     { NULL, KB_FLAG, NULL, NULL }
@@ -152,6 +157,8 @@ main (int argc, char **argv)
               "--max must be between 1 and 1g");
   kb_require (argv[0], seconds > 0 && seconds <= 3600,
               "--seconds must be above 0 and at most 3600");
+  kb_require (argv[0], ops <= ((size_t) 1 << 32),
+              "--ops must be at most 4g");
 
   s.slot = kb_xcalloc (argv[0], slots, sizeof *s.slot);
   for (i = 0; i < slots; i++)
@@ -159,6 +166,7 @@ main (int argc, char **argv)
   s.nslots = slots;
   s.local = local;
   s.max = max;
+  s.ops_each = ops;
   atomic_init (&s.stop, 0);
   if (pthread_barrier_init (&s.start, NULL, (unsigned) threads + 1) != 0)
     kb_die (argv[0], "pthread_barrier_init failed");
@@ -179,8 +187,13 @@ main (int argc, char **argv)
   pthread_barrier_wait (&s.start);
   getrusage (RUSAGE_SELF, &ru0);
   t0 = kb_now ();
-  kb_sleep (seconds);
-  atomic_store_explicit (&s.stop, 1, memory_order_relaxed);
+  /* With --ops the threads stop by themselves, and the time is what
+     they took.  */
+  if (ops == 0)
+    {
+      kb_sleep (seconds);
+      atomic_store_explicit (&s.stop, 1, memory_order_relaxed);
+    }
   for (i = 0; i < threads; i++)
     {
       pthread_join (tid[i], NULL);

@@ -230,6 +230,7 @@ kp_thread_exit (void *arg)
   for (unsigned cls = 0; cls < KP_NCLASS; cls++)
     h->decay_seen[cls] = 0;
   kp_tc.heap = &kp_heap_dead;
+  kp_heaps_live_add (-1);
   atomic_store_explicit (&h->in_use, 0, memory_order_release);
   /* The thread's mallocs go to the C library from here on.  */
   kp_purge_poll ();
@@ -264,6 +265,7 @@ kp_thread_init (void)
   if (h == NULL)
     return false;
   kp_tc.heap = h;
+  kp_heaps_live_add (1);
   h->decay_now = h->decay_last = kp_clock_ms ();
   int saved = errno;
   pthread_setspecific (kp_thread_key, h);

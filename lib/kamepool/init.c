@@ -155,6 +155,7 @@ kp_atfork_child (void)
   kp_guard_atfork_child ();
   kp_prof_atfork_child ();
   kp_purge_atfork_child ();
+  kp_heaps_after_fork ();
   int running = KP_INIT_RUNNING;
   atomic_compare_exchange_strong_explicit (&kp_init_state, &running,
                                            KP_INIT_NONE,

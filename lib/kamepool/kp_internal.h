@@ -134,8 +134,12 @@
 #define KP_SHARED_FIRST (KP_NCLASS - KP_NSHARED)
 /* What a thread may keep of freed blocks of those classes without
    taking their class's lock: at most KP_SHARED_SLOT_MAX blocks of a
-   class, KP_SHARED_SLOT_BYTES in all.  */
-#define KP_SHARED_SLOT_BYTES ((size_t) 1 << 20)
+   class, and kp_shared_slot_cap bytes in all: KP_SHARED_LISTS_BYTES
+   for all the threads with a heap, split evenly, but at least
+   KP_SHARED_SLOT_MIN and at most KP_SHARED_SLOT_CAP each.  */
+#define KP_SHARED_LISTS_BYTES ((size_t) 8 << 20)
+#define KP_SHARED_SLOT_MIN ((size_t) 512 << 10)
+#define KP_SHARED_SLOT_CAP ((size_t) 4 << 20)
 #define KP_SHARED_SLOT_MAX 16
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
@@ -738,7 +742,7 @@ struct kp_heap
      its next mallocs of their class, which take them back without the
      class's lock (shared.c): a list a class (safe-linked, as a chunk's
      free list), SHARED_N blocks long, at most KP_SHARED_SLOT_MAX, and
-     their bytes, at most KP_SHARED_SLOT_BYTES.  Owner-only;
+     their bytes, at most kp_shared_slot_cap.  Owner-only;
      kame_pool_get_stats reads SHARED_N racily (relaxed loads of plain
      objects), as it reads the descriptors.  */
   kp_block_t *shared_slot[KP_NSHARED];
@@ -784,6 +788,11 @@ typedef struct kp_tcache
 
 extern __thread kp_tcache_t kp_tc KP_TLS_ATTR KP_HIDDEN;
 KP_HIDDEN kp_heap_t *kp_heap_list (void);      /* every heap record */
+/* The count of threads with a heap: a thread took its heap (D = 1) or
+   gave it back (D = -1) (heap.c); in the child of a fork, only the
+   forking thread's counts (init.c).  It sets kp_shared_slot_cap.  */
+KP_HIDDEN void kp_heaps_live_add (int d);
+KP_HIDDEN void kp_heaps_after_fork (void);
 /* A free heap record for the calling thread (in_use set), or NULL.  */
 KP_HIDDEN kp_heap_t *kp_heap_acquire (void);
 extern kp_chunk_t kp_empty_chunk KP_HIDDEN;
@@ -1668,6 +1677,9 @@ KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
 /* free of P, in chunk C of a shared class, by the thread whose heap is
    H (any: live, none or dead).  */
 KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* The bytes a thread's lists may hold (see KP_SHARED_LISTS_BYTES),
+   worked out in thread.c from the count of threads with a heap.  */
+extern _Atomic (size_t) kp_shared_slot_cap KP_HIDDEN;
 /* Add to FREE[CLS] the blocks of each shared class CLS that wait on the
    threads' lists: free, though their chunks count them handed out (a
    racy read of the lengths, exact when no other thread runs).  */

@@ -14,8 +14,9 @@
    has one set of chunks under a lock, from which every thread
    allocates and into which every thread frees; and each thread keeps
    blocks of each class that it freed on a list of its heap (its slot,
-   at most KP_SHARED_SLOT_MAX blocks, KP_SHARED_SLOT_BYTES for all
-   classes), for its next mallocs of the class, so that a malloc/free
+   at most KP_SHARED_SLOT_MAX blocks, kp_shared_slot_cap bytes for all
+   classes: its share of KP_SHARED_LISTS_BYTES), for its next mallocs
+   of the class, so that a malloc/free
    loop takes no lock, and a malloc that finds the list empty and a
    free that finds it full move several blocks under one lock.
 
@@ -478,13 +479,15 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
     more = KP_SHARED_SLOT_MAX / 2;
   kp_block_t *extra[KP_SHARED_SLOT_MAX / 2];
   size_t got = 0;
+  size_t cap = atomic_load_explicit (&kp_shared_slot_cap,
+                                     memory_order_relaxed);
   kp_sample_lock (&s->lock);
   uint32_t now = kp_clock_ms ();
   b = kp_shared_take (s, cls, true, now);
   /* Blocks for the next mallocs too, from the chunks that have room
      (no chunk claimed for them).  */
   while (b != NULL && got + 1 < more
-         && h->shared_slot_bytes + (got + 1) * size <= KP_SHARED_SLOT_BYTES
+         && h->shared_slot_bytes + (got + 1) * size <= cap
          && (extra[got] = kp_shared_take (s, cls, false, now)) != NULL)
     got++;
   kp_sample_unlock (&s->lock);
@@ -551,7 +554,8 @@ kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
     }
   unsigned i = cls - KP_SHARED_FIRST;
   if (kp_likely (kp_heap_live (h)) && h->shared_n[i] < KP_SHARED_SLOT_MAX
-      && h->shared_slot_bytes + kp_class_size[cls] <= KP_SHARED_SLOT_BYTES
+      && h->shared_slot_bytes + kp_class_size[cls]
+         <= atomic_load_explicit (&kp_shared_slot_cap, memory_order_relaxed)
       && !atomic_load_explicit (&c->shared_purged, memory_order_relaxed))
     {
       kp_shared_slot_push (h, i, b);

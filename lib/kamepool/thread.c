@@ -82,3 +82,43 @@ kp_heap_list (void)
 {
   return atomic_load_explicit (&kp_heaps, memory_order_acquire);
 }
+
+/* The threads with a heap (kp_heaps_live_add from heap.c when a thread
+   takes its heap and when it gives it back, relaxed read-modify-writes;
+   kp_heaps_after_fork in the child of a fork, a relaxed store), and
+   the bytes each thread's lists of the shared classes may hold, worked
+   out from it by the same calls: KP_SHARED_LISTS_BYTES split evenly,
+   within KP_SHARED_SLOT_MIN and KP_SHARED_SLOT_CAP (a relaxed store;
+   shared.c reads it relaxed on the lists' paths: a stale value moves a
+   bound on a cache for a moment).  */
+static _Atomic (size_t) kp_heaps_live;
+_Atomic (size_t) kp_shared_slot_cap = KP_SHARED_SLOT_CAP;
+
+static void
+kp_shared_cap_for (size_t n)
+{
+  size_t cap = n != 0 ? KP_SHARED_LISTS_BYTES / n : KP_SHARED_SLOT_CAP;
+  if (cap < KP_SHARED_SLOT_MIN)
+    cap = KP_SHARED_SLOT_MIN;
+  if (cap > KP_SHARED_SLOT_CAP)
+    cap = KP_SHARED_SLOT_CAP;
+  atomic_store_explicit (&kp_shared_slot_cap, cap, memory_order_relaxed);
+}
+
+void
+kp_heaps_live_add (int d)
+{
+  kp_shared_cap_for (atomic_fetch_add_explicit (&kp_heaps_live, (size_t) d,
+                                                memory_order_relaxed)
+                     + (size_t) d);
+}
+
+void
+kp_heaps_after_fork (void)
+{
+  /* The other threads of the parent are gone, their heaps with them
+     (never given back: their records stay taken).  */
+  size_t n = kp_heap_live (kp_tc.heap) ? 1 : 0;
+  atomic_store_explicit (&kp_heaps_live, n, memory_order_relaxed);
+  kp_shared_cap_for (n);
+}

@@ -1,15 +1,16 @@
 /* shared.c -- kamepool.threads tests of the shared classes (33 KiB to
    204 KiB): their chunks belong to no thread, so a block one thread
-   frees serves another thread's malloc; each thread keeps the block of
-   a class it freed last for its next malloc, counted free, and gives
-   it back when it exits; a class keeps one emptied chunk and releases
-   the others at once, and the one kept, the pages of those released
-   and the free pages of a partly used chunk go back after the decay's
-   delay with no allocation at all (mincore), or at once on
-   kame_pool_trim; and a fork while
-   another thread allocates and frees in a class leaves the child a
-   class it can use.  Exact counts through kame_pool_get_stats, with
-   no other thread running when they are read.
+   frees serves another thread's malloc; each thread keeps the blocks
+   of a class it freed on a list for its next mallocs, counted free,
+   up to its share of 8 MiB (4 MiB alone, 512 KiB among sixteen), and
+   gives them back when it exits; a class keeps two emptied chunks and
+   releases the others at once, and those kept, the pages of those
+   released and the free pages of a partly used chunk go back after
+   the decay's delay with no allocation at all (mincore), or at once
+   on kame_pool_trim; and a fork while another thread allocates and
+   frees in a class leaves the child a class it can use.  Exact counts
+   through kame_pool_get_stats, with no other thread running when they
+   are read.
 
    Each test uses a class of its own, which no other allocation of the
    program uses, so the counts start from none.  The delay is a second
@@ -48,6 +49,8 @@
 #define SIZE_DECAY ((size_t) 74752)     /* 14 */
 #define SIZE_PAGES ((size_t) 104448)    /* 10 */
 #define SIZE_FORK ((size_t) 43008)      /* 24 */
+#define SIZE_ALONE ((size_t) 208896)    /* 5 */
+#define SIZE_CROWD ((size_t) 174080)    /* 6 */
 #define MAXPER 42
 
 static void *blocks[MAXPER];
@@ -391,10 +394,132 @@ KT_TEST (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class)
   KT_CHECK (err == NULL);
 }
 
+/* What a thread's lists may hold: 8 MiB (KP_SHARED_LISTS_BYTES)
+   split among the threads with a heap, at least 512 KiB and at most
+   4 MiB each.  */
+#define LISTS (8192 * KIB)
+#define LIST_MAX (4096 * KIB)
+#define LIST_MIN (512 * KIB)
+
+/* Free the N blocks of P in order, then malloc N blocks of SIZE: true
+   when they come back last freed first, as from the thread's list
+   alone.  */
+static bool
+back_from_the_list (void **p, size_t n, size_t size)
+{
+  for (size_t i = 0; i < n; i++)
+    kame_pool_free (p[i]);
+  bool lifo = true;
+  for (size_t i = n; i-- > 0;)
+    {
+      void *q = kame_pool_malloc (size);
+      lifo &= q == p[i];
+      p[i] = q;
+    }
+  return lifo;
+}
+
+/* The only thread with a heap keeps up to 4 MiB of blocks on its lists
+   (and at most 16 of a class): 16 blocks of 204 KiB (3.2 MiB) freed
+   come back from the list, last freed first.  (With the 1 MiB of
+   earlier versions, the sixth free put blocks back into their chunks,
+   and the mallocs took them from there.)  */
+KT_TEST (a_thread_alone_keeps_up_to_4_mib_on_its_lists)
+{
+  KT_CHECK (fresh_class (SIZE_ALONE) != SIZE_MAX);
+  KT_CHECK (16 * SIZE_ALONE <= LIST_MAX);
+  /* The lists empty (a mid block of the start-up's, if any).  */
+  kame_pool_trim (0);
+  void *p[16];
+  for (size_t i = 0; i < 16; i++)
+    KT_CHECK ((p[i] = kame_pool_malloc (SIZE_ALONE)) != NULL);
+  KT_CHECK (back_from_the_list (p, 16, SIZE_ALONE));
+  for (size_t i = 0; i < 16; i++)
+    kame_pool_free (p[i]);
+}
+
+/* Threads that took a heap and wait, so that sixteen threads have
+   one.  */
+static pthread_barrier_t crowd_in, crowd_out;
+static void *
+crowd (void *arg)
+{
+  (void) arg;
+  void *p = kame_pool_malloc (16);
+  if (p == NULL)
+    return "malloc failed";
+  kame_pool_free (p);
+  pthread_barrier_wait (&crowd_in);
+  pthread_barrier_wait (&crowd_out);
+  return NULL;
+}
+
+/* With sixteen threads with a heap, a thread's lists hold 512 KiB: of
+   four blocks of 170 KiB freed, the fourth finds the list full (three
+   take 510 KiB) and goes back with the list's first half (the third
+   block), so the mallocs get the second and the first from the list,
+   then the third and fourth from the chunk.  A child forked then has
+   one thread, whose list holds 16 blocks of 204 KiB again (3.2 MiB);
+   and once the other threads have exited, the parent's list holds all
+   four.  */
+KT_TEST (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib)
+{
+  enum { OTHERS = 15 };
+  KT_CHECK (fresh_class (SIZE_CROWD) != SIZE_MAX);
+  KT_CHECK (LISTS / (OTHERS + 1) == LIST_MIN);
+  KT_CHECK (3 * SIZE_CROWD <= LIST_MIN && 4 * SIZE_CROWD > LIST_MIN
+            && 4 * SIZE_CROWD <= LIST_MAX);
+  kame_pool_trim (0);
+  pthread_t t[OTHERS];
+  KT_CHECK (pthread_barrier_init (&crowd_in, NULL, OTHERS + 1) == 0);
+  KT_CHECK (pthread_barrier_init (&crowd_out, NULL, OTHERS + 1) == 0);
+  for (int i = 0; i < OTHERS; i++)
+    KT_CHECK (pthread_create (&t[i], NULL, crowd, NULL) == 0);
+  pthread_barrier_wait (&crowd_in);
+  void *p[4];
+  for (size_t i = 0; i < 4; i++)
+    KT_CHECK ((p[i] = kame_pool_malloc (SIZE_CROWD)) != NULL);
+  void *a = p[0], *b = p[1], *c = p[2], *d = p[3];
+  for (size_t i = 0; i < 4; i++)
+    kame_pool_free (p[i]);
+  void *q[4];
+  for (size_t i = 0; i < 4; i++)
+    KT_CHECK ((q[i] = kame_pool_malloc (SIZE_CROWD)) != NULL);
+  KT_CHECK_PTR_EQ (q[0], b);
+  KT_CHECK_PTR_EQ (q[1], a);
+  KT_CHECK ((q[2] == c && q[3] == d) || (q[2] == d && q[3] == c));
+  KT_CHECK (fresh_class (SIZE_ALONE) != SIZE_MAX);
+  pid_t pid = fork ();
+  KT_CHECK (pid >= 0);
+  if (pid == 0)
+    {
+      void *r[16];
+      for (size_t i = 0; i < 16; i++)
+        if ((r[i] = kame_pool_malloc (SIZE_ALONE)) == NULL)
+          _exit (2);
+      _exit (back_from_the_list (r, 16, SIZE_ALONE) ? 0 : 1);
+    }
+  int status;
+  KT_CHECK (kt_wait (pid, &status));
+  KT_CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  pthread_barrier_wait (&crowd_out);
+  for (int i = 0; i < OTHERS; i++)
+    {
+      void *err;
+      KT_CHECK (pthread_join (t[i], &err) == 0);
+      KT_CHECK (err == NULL);
+    }
+  KT_CHECK (back_from_the_list (q, 4, SIZE_CROWD));
+  for (size_t i = 0; i < 4; i++)
+    kame_pool_free (q[i]);
+}
+
 KT_MAIN (KT_CASE (a_block_one_thread_frees_serves_another_thread_s_malloc),
          KT_CASE (a_malloc_free_loop_gets_its_block_back_and_it_counts_free),
          KT_CASE (a_thread_s_kept_block_goes_back_when_it_exits),
          KT_CASE (emptied_chunks_go_back_and_their_pages_after_the_delay),
          KT_CASE (the_free_pages_of_a_partly_used_chunk_go_back_after_the_delay),
          KT_CASE (trim_gives_back_the_free_pages_of_a_partly_used_chunk_at_once),
-         KT_CASE (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class))
+         KT_CASE (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class),
+         KT_CASE (a_thread_alone_keeps_up_to_4_mib_on_its_lists),
+         KT_CASE (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib))

@@ -233,19 +233,19 @@ kp_malloc_shared (size_t n)
   if (kp_likely (b != NULL))
     {
       kp_block_t *next = kp_block_next (b);
+      /* The next block in B's region (the usual case, one test), or
+         the end of the list or in another of the pool's regions.  */
       if (kp_likely (!KP_HARDEN
                      || (kp_block_marked_free (b)
-                         && kp_shared_link_ok (next))))
+                         && (!kp_link_suspect (b, next)
+                             || kp_shared_link_ok (next)))))
         {
           h->shared_slot[i] = next;
           h->shared_n[i]--;
           h->shared_slot_bytes -= kp_class_size[cls];
+          /* Also the totals of the statistics (kp_shared_taken).  */
           h->shared_takes[i]++;
           kp_block_mark_live (b);
-          /* Handed out again without a pop from its chunk (the totals
-             of the statistics), as a block taken back from a batch.  */
-          kp_owner_add (&h->taken_blocks, 1);
-          kp_owner_add (&h->taken_bytes, kp_class_size[cls]);
           return b;
         }
     }

@@ -76,7 +76,8 @@
      heap.shared_slot[],    the heap's thread only: plain (a signal
      shared_n[], _bytes,    fence orders a block's link and tag
      shared_takes/seen      before the list's head); kame_pool_get_stats
-                            reads shared_n with relaxed atomic loads.
+                            reads shared_n and shared_takes with relaxed
+                            atomic loads.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -748,10 +749,11 @@ struct kp_heap
   kp_block_t *shared_slot[KP_NSHARED];
   uint16_t shared_n[KP_NSHARED];
   size_t shared_slot_bytes;
-  /* The mallocs each slot served, and their count at the decay's last
-     pass: a slot that served none in between goes back to its chunk
-     (kp_shared_slot_decay).  Owner-only.  */
-  uint32_t shared_takes[KP_NSHARED], shared_seen[KP_NSHARED];
+  /* The mallocs each slot served, ever, and their count at the decay's
+     last pass: a slot that served none in between goes back to its
+     chunk (kp_shared_slot_decay).  Owner-only; kame_pool_get_stats
+     reads SHARED_TAKES racily for its totals (kp_shared_taken).  */
+  size_t shared_takes[KP_NSHARED], shared_seen[KP_NSHARED];
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -1674,9 +1676,13 @@ kp_shared_link_ok (const kp_block_t *next)
    class's chunks, and more for the list; the C library's block beyond
    the cap, or NULL.  */
 KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
-/* free of P, in chunk C of a shared class, by the thread whose heap is
-   H (any: live, none or dead).  */
-KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h);
+/* free of P, at offset OFF of the data of chunk C of a shared class,
+   by the thread whose heap is H (any: live, none or dead).  */
+KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h,
+                               uintptr_t off);
+/* The blocks and bytes the threads' lists handed out, ever (added to
+   the statistics' totals).  */
+KP_HIDDEN void kp_shared_taken (size_t *blocks, size_t *bytes);
 /* The bytes a thread's lists may hold (see KP_SHARED_LISTS_BYTES),
    worked out in thread.c from the count of threads with a heap.  */
 extern _Atomic (size_t) kp_shared_slot_cap KP_HIDDEN;
@@ -2171,7 +2177,7 @@ kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
   /* A block of the shared classes: never in a batch.  */
   if (kp_unlikely (atomic_load_explicit (&c->owner, memory_order_relaxed)
                    == &kp_heap_shared))
-    kp_shared_free (p, c, h);
+    kp_shared_free (p, c, h, (uintptr_t) ((char *) p - kp_chunk_data (c)));
   else if (kp_unlikely (h == &kp_heap_none))
     kp_free_remote_first (p, c);
   else
@@ -2206,7 +2212,7 @@ kp_free_pool (void *p)
   /* A block in the first unit of a chunk of the shared classes.  */
   if (o == &kp_heap_shared)
     {
-      kp_shared_free (p, c, h);
+      kp_shared_free (p, c, h, (uintptr_t) p & (KP_UNIT_SIZE - 1));
       return;
     }
   if (o == NULL)

@@ -538,11 +538,15 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
 }
 
 void
-kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h)
+kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h, uintptr_t off)
 {
   unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-  if (kp_unlikely (!kp_free_block_start_ok (c, cls, p)))
-    return;
+  uint64_t magic = kp_class_divmagic[cls];
+  if (kp_unlikely (off * magic >= magic))
+    {
+      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
+      return;
+    }
   kp_block_t *b = p;
   /* Its tag: the free itself reports a second free, whether the first
      put B on the thread's list or back in its chunk (without the look,
@@ -572,6 +576,20 @@ kp_shared_slot_blocks (size_t free[KP_NCLASS])
     for (unsigned i = 0; i < KP_NSHARED; i++)
       free[KP_SHARED_FIRST + i] += __atomic_load_n (&h->shared_n[i],
                                                      __ATOMIC_RELAXED);
+}
+
+__attribute__ ((__no_sanitize__ ("thread")))
+void
+kp_shared_taken (size_t *blocks, size_t *bytes)
+{
+  *blocks = *bytes = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    for (unsigned i = 0; i < KP_NSHARED; i++)
+      {
+        size_t n = __atomic_load_n (&h->shared_takes[i], __ATOMIC_RELAXED);
+        *blocks += n;
+        *bytes += n * kp_class_size[KP_SHARED_FIRST + i];
+      }
 }
 
 /* Put H's list of class I back into its chunks, under one lock.  */

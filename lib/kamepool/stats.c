@@ -285,6 +285,10 @@ kame_pool_get_stats (kame_pool_stats_t *s)
       taken_n += atomic_load_explicit (&h->taken_blocks, memory_order_relaxed);
       taken_b += atomic_load_explicit (&h->taken_bytes, memory_order_relaxed);
     }
+  size_t shared_n, shared_b;
+  kp_shared_taken (&shared_n, &shared_b);
+  taken_n += shared_n;
+  taken_b += shared_b;
   size_t large_n, large_b, prof_n, prof_b, prof_live_n, prof_live_b;
   kp_large_totals (&large_n, &large_b);
   kp_prof_blocks (&prof_n, &prof_b, &prof_live_n, &prof_live_b);

@@ -51,6 +51,7 @@
 #define SIZE_FORK ((size_t) 43008)      /* 24 */
 #define SIZE_ALONE ((size_t) 208896)    /* 5 */
 #define SIZE_CROWD ((size_t) 174080)    /* 6 */
+#define SIZE_NOHEAP ((size_t) 149504)   /* 7 */
 #define MAXPER 42
 
 static void *blocks[MAXPER];
@@ -514,6 +515,39 @@ KT_TEST (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib)
     kame_pool_free (q[i]);
 }
 
+/* Free the block of BLOCKS[0] in a thread that never allocated (it
+   has no heap, so no list): straight back to its chunk.  */
+static void *
+free_only (void *arg)
+{
+  (void) arg;
+  if (!kt_painted (blocks[0], bsize, 0))
+    return "the block changed while it was live";
+  kame_pool_free (blocks[0]);
+  return NULL;
+}
+
+/* A thread with no heap frees a block of a shared class: the block is
+   back in its chunk at once (not live, not pending), and the main
+   thread's next malloc of the class, with its own list empty, gets it
+   from there.  */
+KT_TEST (a_thread_with_no_heap_frees_into_the_chunk)
+{
+  size_t k = fresh_class (SIZE_NOHEAP);
+  KT_CHECK (k != SIZE_MAX);
+  KT_CHECK ((blocks[0] = kame_pool_malloc (SIZE_NOHEAP)) != NULL);
+  bsize = SIZE_NOHEAP;
+  kt_paint (blocks[0], bsize, 0);
+  kt_in_a_thread (free_only);
+  kame_pool_stats_t s = kt_pool_stats ();
+  KT_CHECK_EQ (s.classes[k].live_blocks, 0);
+  KT_CHECK_EQ (s.classes[k].free_blocks, 1);
+  KT_CHECK_EQ (s.remote_pending, 0);
+  void *p = kame_pool_malloc (SIZE_NOHEAP);
+  KT_CHECK_PTR_EQ (p, blocks[0]);
+  kame_pool_free (p);
+}
+
 KT_MAIN (KT_CASE (a_block_one_thread_frees_serves_another_thread_s_malloc),
          KT_CASE (a_malloc_free_loop_gets_its_block_back_and_it_counts_free),
          KT_CASE (a_thread_s_kept_block_goes_back_when_it_exits),
@@ -522,4 +556,5 @@ KT_MAIN (KT_CASE (a_block_one_thread_frees_serves_another_thread_s_malloc),
          KT_CASE (trim_gives_back_the_free_pages_of_a_partly_used_chunk_at_once),
          KT_CASE (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class),
          KT_CASE (a_thread_alone_keeps_up_to_4_mib_on_its_lists),
-         KT_CASE (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib))
+         KT_CASE (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib),
+         KT_CASE (a_thread_with_no_heap_frees_into_the_chunk))

@@ -215,43 +215,6 @@ kp_memalign (size_t align, size_t n)
   return p;
 }
 
-/* The head of the thread's list of kept blocks of N's shared class,
-   else the refill (whose kp_malloc_refill_chunk goes to
-   kp_shared_malloc, which looks at the list again: a block written to
-   while it waited there is reported there).  A sentinel heap's lists
-   are all empty.  */
-_Static_assert (KP_OWNED_MAX == KP_LUT_MAX,
-                "kp_malloc_shared takes the class from kp_mid_lut");
-void *
-kp_malloc_shared (size_t n)
-{
-  /* N is above KP_OWNED_MAX, which is KP_LUT_MAX: a mid class.  */
-  unsigned cls = kp_mid_class (n);
-  unsigned i = cls - KP_SHARED_FIRST;
-  kp_heap_t *h = kp_tc.heap;
-  kp_block_t *b = h->shared_slot[i];
-  if (kp_likely (b != NULL))
-    {
-      kp_block_t *next = kp_block_next (b);
-      /* The next block in B's region (the usual case, one test), or
-         the end of the list or in another of the pool's regions.  */
-      if (kp_likely (!KP_HARDEN
-                     || (kp_block_marked_free (b)
-                         && (!kp_link_suspect (b, next)
-                             || kp_shared_link_ok (next)))))
-        {
-          h->shared_slot[i] = next;
-          h->shared_n[i]--;
-          h->shared_slot_bytes -= kp_class_size[cls];
-          /* Also the totals of the statistics (kp_shared_taken).  */
-          h->shared_takes[i]++;
-          kp_block_mark_live (b);
-          return b;
-        }
-    }
-  return kp_malloc_refill (n);
-}
-
 /* A thread that frees before it ever allocated gets its heap now
    (heap.c): its frees are then counted in it without a
    read-modify-write, it batches them, and it can foster the chunks it

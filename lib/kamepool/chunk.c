@@ -78,7 +78,9 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   c->npurged = 0;
   c->idle_since = 0;
   c->decayed = false;
-  atomic_store_explicit (&c->shared_purged, false, memory_order_relaxed);
+  atomic_store_explicit (&c->shared_magic,
+                         h == &kp_heap_shared ? kp_class_divmagic[cls] : 0,
+                         memory_order_relaxed);
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);

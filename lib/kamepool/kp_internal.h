@@ -73,11 +73,11 @@
                             remote list (acq_rel CAS), cleared before
                             the collect (exchange acquire) that takes
                             the blocks; undecayed relaxed, a hint.
-     heap.shared_slot[],    the heap's thread only: plain (a signal
-     shared_n[], _bytes,    fence orders a block's link and tag
-     shared_takes/seen      before the list's head); kame_pool_get_stats
-                            reads shared_n and shared_takes with relaxed
-                            atomic loads.
+     heap.shared[] (lists   the heap's thread only: plain (a signal
+     of the shared classes) fence orders a block's link and tag
+     and shared_lim_bytes   before the list's head); kame_pool_get_stats
+                            reads their lim, room and takes with
+                            relaxed atomic loads.
      owner-private fields   plain; kame_pool_get_stats reads used, bump
                             and purged with relaxed atomic loads, a
                             deliberate racy snapshot (stats.c).  */
@@ -435,10 +435,6 @@ typedef struct kp_chunk
   uint32_t idle_since;          /* decay clock when it joined that list */
   bool fostered;                /* taken over by a free, class not in use */
   bool decayed;                 /* purged since it joined a partial list */
-  /* A chunk of a shared class has pages the decay gave back: written
-     relaxed by the class's lock holder (shared.c), read relaxed by
-     kp_shared_free without the lock.  */
-  _Atomic (bool) shared_purged;
 
   /* Line 1 (byte 64).  */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
@@ -474,6 +470,13 @@ typedef struct kp_chunk
   _Atomic (uint8_t) kind;       /* enum kp_chunk_kind */
   _Atomic (uint8_t) cls;        /* SMALL: size class */
   _Atomic (uint8_t) units;      /* chunk length in units */
+  /* A chunk of a shared class: the divmagic of its class, or 0 while
+     the decay holds pages of it given back, which sends every free of
+     its blocks to the class's lock, where kp_shared_put looks at the
+     block's page (0 in any other chunk).  Written relaxed by
+     kp_chunk_setup and by the class's lock holder (shared.c), read
+     relaxed by kp_shared_free without the lock.  */
+  _Atomic (uint64_t) shared_magic;
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
 _Static_assert (offsetof (kp_chunk_t, decayed) < 64
@@ -687,6 +690,28 @@ typedef struct kp_heap_large
 /* A heap: one per live thread.  Heap records are permanent (never
    unmapped) and recycled for new threads, so a stale pointer to one is
    harmless: it is only ever compared.  */
+/* A thread's list of freed blocks of one shared class, which its
+   next mallocs of the class take back without the class's lock
+   (shared.c): safe-linked from HEAD, as a chunk's free list, at most
+   LIM blocks long and ROOM blocks short of it (its length is LIM -
+   ROOM, so that a push and a pop each count once).  The limit is set
+   on the slow paths (kp_shared_slot_limit): at most
+   KP_SHARED_SLOT_MAX, and the limits' bytes within
+   kp_shared_slot_cap.  A sentinel heap's are all 0: its frees never
+   push.  TAKES counts the mallocs the list served, ever (added to the
+   statistics' totals, kp_shared_taken), SEEN its value at the decay's
+   last pass: a list that served none in between goes back to its
+   chunks (kp_shared_slot_decay).  The fields a malloc and a free touch
+   share a cache line.  Owner-only; kame_pool_get_stats reads LIM,
+   ROOM and TAKES racily (relaxed loads of plain objects), as it reads
+   the descriptors.  */
+typedef struct kp_slist
+{
+  _Alignas (32) kp_block_t *head;
+  uint16_t lim, room;
+  size_t takes, seen;
+} kp_slist_t;
+
 struct kp_heap
 {
   /* Owned chunks that are not active, oldest first: refills take from
@@ -740,20 +765,10 @@ struct kp_heap
      same at the next one means the class went unused in between.  */
   uintptr_t decay_seen[KP_NCLASS];
   /* The blocks of the shared classes this thread freed and keeps for
-     its next mallocs of their class, which take them back without the
-     class's lock (shared.c): a list a class (safe-linked, as a chunk's
-     free list), SHARED_N blocks long, at most KP_SHARED_SLOT_MAX, and
-     their bytes, at most kp_shared_slot_cap.  Owner-only;
-     kame_pool_get_stats reads SHARED_N racily (relaxed loads of plain
-     objects), as it reads the descriptors.  */
-  kp_block_t *shared_slot[KP_NSHARED];
-  uint16_t shared_n[KP_NSHARED];
-  size_t shared_slot_bytes;
-  /* The mallocs each slot served, ever, and their count at the decay's
-     last pass: a slot that served none in between goes back to its
-     chunk (kp_shared_slot_decay).  Owner-only; kame_pool_get_stats
-     reads SHARED_TAKES racily for its totals (kp_shared_taken).  */
-  size_t shared_takes[KP_NSHARED], shared_seen[KP_NSHARED];
+     its next mallocs of their class (kp_slist_t), and the bytes the
+     lists' limits allow, within kp_shared_slot_cap.  */
+  kp_slist_t shared[KP_NSHARED];
+  size_t shared_lim_bytes;
 };
 
 /* The per-thread cache: the only thread-local state on the hot paths.
@@ -1654,7 +1669,7 @@ kp_chunk_has_space (const kp_chunk_t *c)
    The chunks of the classes above KP_OWNED_MAX belong to no thread:
    each class has one set of chunks under a lock, and each thread
    keeps a short list of freed blocks of each class
-   (kp_heap_t.shared_slot).  */
+   (kp_heap_t.shared).  */
 
 /* NEXT, the decoded link of a block on a thread's list of a shared
    class, is NULL or in a pool region: the list's blocks come from
@@ -1676,10 +1691,47 @@ kp_shared_link_ok (const kp_block_t *next)
    class's chunks, and more for the list; the C library's block beyond
    the cap, or NULL.  */
 KP_HIDDEN void *kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n);
+/* Push B on list L, which has room for it.  */
+KP_INLINE void
+kp_shared_slot_push (kp_slist_t *l, kp_block_t *b)
+{
+  kp_block_link (b, l->head);
+  kp_block_mark_free (b);
+  /* The link and the tag before the head (a fork from a signal handler
+     sees a whole list); no instruction.  */
+  atomic_signal_fence (memory_order_release);
+  l->head = b;
+  l->room--;
+}
+
+/* kp_shared_free past the list's fast path (shared.c).  */
+KP_HIDDEN void kp_shared_free_slow (void *p, kp_chunk_t *c, kp_heap_t *h,
+                                    uintptr_t off);
 /* free of P, at offset OFF of the data of chunk C of a shared class,
    by the thread whose heap is H (any: live, none or dead).  */
-KP_HIDDEN void kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h,
-                               uintptr_t off);
+KP_INLINE void
+kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h, uintptr_t off)
+{
+  /* The start of a block of a chunk with no page given back, not
+     marked free, and room on the list (a sentinel heap has none): a
+     push.  Anything else, the slow path's checks.  */
+  uint64_t magic = atomic_load_explicit (&c->shared_magic,
+                                         memory_order_relaxed);
+  kp_block_t *b = p;
+  if (kp_likely (off * magic < magic && !kp_block_marked_free (b)))
+    {
+      kp_slist_t *l = &h->shared[atomic_load_explicit (&c->cls,
+                                                       memory_order_relaxed)
+                                  - KP_SHARED_FIRST];
+      if (kp_likely (l->room != 0))
+        {
+          kp_shared_slot_push (l, b);
+          return;
+        }
+    }
+  kp_shared_free_slow (p, c, h, off);
+}
+
 /* The blocks and bytes the threads' lists handed out, ever (added to
    the statistics' totals).  */
 KP_HIDDEN void kp_shared_taken (size_t *blocks, size_t *bytes);
@@ -2010,10 +2062,43 @@ kp_malloc_class (unsigned cls, size_t n)
   return kp_malloc_refill (n);
 }
 
-/* The malloc of N bytes of a shared class (alloc.c): the block of the
-   thread's slot, else kp_malloc_refill.  Out of line: inline, it
-   changed the registers of the small classes' path.  */
-KP_HIDDEN void *kp_malloc_shared (size_t n);
+/* The head of the thread's list of kept blocks of N's shared class,
+   else the refill (whose kp_malloc_refill_chunk goes to
+   kp_shared_malloc, which looks at the list again: a block written to
+   while it waited there is reported there).  A sentinel heap's lists
+   are all empty.  */
+_Static_assert (KP_OWNED_MAX == KP_LUT_MAX,
+                "kp_malloc_shared takes the class from kp_mid_lut");
+KP_INLINE void *
+kp_malloc_shared (size_t n)
+{
+  /* N is above KP_OWNED_MAX, which is KP_LUT_MAX: a mid class.  */
+  unsigned cls = kp_mid_class (n);
+  unsigned i = cls - KP_SHARED_FIRST;
+  kp_slist_t *l = &kp_tc.heap->shared[i];
+  kp_block_t *b = l->head;
+  if (kp_likely (b != NULL))
+    {
+      kp_block_t *next = kp_block_next (b);
+      /* The next block in B's region (the usual case, one test), or
+         the end of the list or in another of the pool's regions.  */
+      if (kp_likely (!KP_HARDEN
+                     || (kp_block_marked_free (b)
+                         && (!kp_link_suspect (b, next)
+                             || kp_shared_link_ok (next)))))
+        {
+          /* TAKES is also the totals of the statistics
+             (kp_shared_taken).  */
+          l->takes++;
+          l->room++;
+          l->head = next;
+          kp_block_mark_live (b);
+          return b;
+        }
+    }
+  return kp_malloc_refill (n);
+}
+
 
 /* malloc without the heap profile: the size's class, or the large
    tiers.  */
@@ -2228,17 +2313,25 @@ kp_free_pool (void *p)
           return;
         }
       /* P's unit continues a chunk (of a class above 8 KiB): the
-         owner's free when that chunk is this thread's.  C is P's chunk
-         from here on.  */
+         owner's free when that chunk is this thread's, the shared
+         classes' free when it is theirs.  C is P's chunk from here
+         on.  */
       unsigned back = atomic_load_explicit (&r->back[u256 >> 8],
                                             memory_order_relaxed);
       if (back != 0)
         {
           c -= back;
-          if (atomic_load_explicit (&c->owner, memory_order_relaxed) == h)
+          uintptr_t off = ((uintptr_t) p & (KP_UNIT_SIZE - 1))
+                          + ((uintptr_t) back << KP_UNIT_SHIFT);
+          o = atomic_load_explicit (&c->owner, memory_order_relaxed);
+          if (o == h)
             {
-              kp_free_owned (c, p, ((uintptr_t) p & (KP_UNIT_SIZE - 1))
-                                   + ((uintptr_t) back << KP_UNIT_SHIFT));
+              kp_free_owned (c, p, off);
+              return;
+            }
+          if (o == &kp_heap_shared)
+            {
+              kp_shared_free (p, c, h, off);
               return;
             }
         }

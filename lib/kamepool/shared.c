@@ -135,16 +135,18 @@ kp_shared_settle (kp_shared_class_t *s, kp_chunk_t *c)
 }
 
 /* Publish whether C has pages the decay gave back (its owner-private
-   NPURGED, the lock held): kp_shared_free reads it without the lock,
-   and sends a free of C's blocks to the lock while it is set, where
-   kp_shared_put looks at the block's page.  */
+   NPURGED, the lock held), in its SHARED_MAGIC: 0 while it has, which
+   sends kp_shared_free's every free of C's blocks to the lock, where
+   kp_shared_put looks at the block's page; its class's divmagic
+   otherwise.  */
 static void
 kp_shared_mark_purged (kp_chunk_t *c)
 {
-  bool purged = c->npurged != 0;
-  if (atomic_load_explicit (&c->shared_purged, memory_order_relaxed)
-      != purged)
-    atomic_store_explicit (&c->shared_purged, purged, memory_order_relaxed);
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  uint64_t magic = c->npurged != 0 ? 0 : kp_class_divmagic[cls];
+  if (atomic_load_explicit (&c->shared_magic, memory_order_relaxed)
+      != magic)
+    atomic_store_explicit (&c->shared_magic, magic, memory_order_relaxed);
 }
 
 /* ---- fork and the background purge --------------------------------- */
@@ -399,10 +401,54 @@ kp_shared_slot_drop (kp_heap_t *h, unsigned i, kp_block_t *b,
   else
     kp_misuse (call, "corrupted free block (written to after it was "
                "freed) at", b);
-  h->shared_slot_bytes -= (size_t) h->shared_n[i]
-                          * kp_class_size[KP_SHARED_FIRST + i];
-  h->shared_n[i] = 0;
-  h->shared_slot[i] = NULL;
+  h->shared[i].room = h->shared[i].lim;
+  h->shared[i].head = NULL;
+}
+
+/* Set the limit of H's list of class I (a slow path's, the list's
+   first push or its refill, or a push that found no room) from the
+   thread's share of the lists' bytes, kp_shared_slot_cap: as many
+   blocks as the share holds beside the other lists' limits, at most
+   KP_SHARED_SLOT_MAX, and never fewer than the list holds (a cap that
+   fell since: the caller puts half the list back).  A limit reserves
+   bytes only while its list uses them: when the others' leave this
+   one short, their room is taken back first, so that a thread that
+   moves from one class to another takes its share along.  */
+static void
+kp_shared_slot_limit (kp_heap_t *h, unsigned i)
+{
+  size_t cap = atomic_load_explicit (&kp_shared_slot_cap,
+                                     memory_order_relaxed);
+  size_t size = kp_class_size[KP_SHARED_FIRST + i];
+  unsigned n = (unsigned) (h->shared[i].lim - h->shared[i].room);
+  size_t others = h->shared_lim_bytes - h->shared[i].lim * size;
+  if (others + KP_SHARED_SLOT_MAX * size > cap)
+    for (unsigned j = 0; j < KP_NSHARED; j++)
+      if (j != i && h->shared[j].room != 0)
+        {
+          others -= h->shared[j].room * kp_class_size[KP_SHARED_FIRST + j];
+          h->shared[j].lim = (uint16_t) (h->shared[j].lim
+                                         - h->shared[j].room);
+          h->shared[j].room = 0;
+        }
+  size_t lim = others < cap ? (cap - others) / size : 0;
+  if (lim > KP_SHARED_SLOT_MAX)
+    lim = KP_SHARED_SLOT_MAX;
+  if (lim < n)
+    lim = n;
+  h->shared[i].lim = (uint16_t) lim;
+  h->shared[i].room = (uint16_t) (lim - n);
+  h->shared_lim_bytes = others + lim * size;
+}
+
+/* H's list of class I, empty, gives up its limit.  */
+static void
+kp_shared_slot_unlimit (kp_heap_t *h, unsigned i)
+{
+  KP_ASSERT (h->shared[i].head == NULL);
+  h->shared_lim_bytes -= h->shared[i].lim
+                         * kp_class_size[KP_SHARED_FIRST + i];
+  h->shared[i].lim = h->shared[i].room = 0;
 }
 
 /* Pop the head of H's list of class I for the chunks (the lock held):
@@ -412,7 +458,7 @@ kp_shared_slot_drop (kp_heap_t *h, unsigned i, kp_block_t *b,
 static kp_block_t *
 kp_shared_slot_pop (kp_heap_t *h, unsigned i, const char *call)
 {
-  kp_block_t *b = h->shared_slot[i];
+  kp_block_t *b = h->shared[i].head;
   if (b == NULL)
     return NULL;
   kp_block_t *next = kp_block_next (b);
@@ -421,26 +467,10 @@ kp_shared_slot_pop (kp_heap_t *h, unsigned i, const char *call)
       kp_shared_slot_drop (h, i, b, call);
       return NULL;
     }
-  h->shared_slot[i] = next;
-  h->shared_n[i]--;
-  h->shared_slot_bytes -= kp_class_size[KP_SHARED_FIRST + i];
+  h->shared[i].head = next;
+  h->shared[i].room++;
   kp_block_mark_live (b);
   return b;
-}
-
-/* Push B, a block of class I, on H's list (inline: kp_shared_free's
-   path makes no call).  */
-KP_INLINE void
-kp_shared_slot_push (kp_heap_t *h, unsigned i, kp_block_t *b)
-{
-  kp_block_link (b, h->shared_slot[i]);
-  kp_block_mark_free (b);
-  /* The link and the tag before the head (a fork from a signal handler
-     sees a whole list); no instruction.  */
-  atomic_signal_fence (memory_order_release);
-  h->shared_slot[i] = b;
-  h->shared_n[i]++;
-  h->shared_slot_bytes += kp_class_size[KP_SHARED_FIRST + i];
 }
 
 /* Start or poll the purge after puts that answered R (outside the
@@ -462,7 +492,7 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
 {
   KP_ASSERT (kp_heap_live (h));
   unsigned i = cls - KP_SHARED_FIRST;
-  kp_block_t *b = h->shared_slot[i];
+  kp_block_t *b = h->shared[i].head;
   if (b != NULL)
     {
       /* kp_malloc_shared refused it.  */
@@ -477,34 +507,63 @@ kp_shared_malloc (kp_heap_t *h, unsigned cls, size_t n)
   size_t more = KP_SHARED_BATCH_BYTES / size;
   if (more > KP_SHARED_SLOT_MAX / 2)
     more = KP_SHARED_SLOT_MAX / 2;
+  kp_shared_slot_limit (h, i);
+  if (more > (size_t) h->shared[i].room + 1)
+    more = (size_t) h->shared[i].room + 1;
   kp_block_t *extra[KP_SHARED_SLOT_MAX / 2];
   size_t got = 0;
-  size_t cap = atomic_load_explicit (&kp_shared_slot_cap,
-                                     memory_order_relaxed);
   kp_sample_lock (&s->lock);
   uint32_t now = kp_clock_ms ();
   b = kp_shared_take (s, cls, true, now);
   /* Blocks for the next mallocs too, from the chunks that have room
      (no chunk claimed for them).  */
   while (b != NULL && got + 1 < more
-         && h->shared_slot_bytes + (got + 1) * size <= cap
          && (extra[got] = kp_shared_take (s, cls, false, now)) != NULL)
     got++;
   kp_sample_unlock (&s->lock);
   /* Onto the list last first, so that the mallocs take them in the
      order the chunks gave them.  */
   while (got > 0)
-    kp_shared_slot_push (h, i, extra[--got]);
+    kp_shared_slot_push (&h->shared[i], extra[--got]);
   return b != NULL ? b : kp_units_fallback (n, 0);
 }
 
-/* kp_shared_free past the list: back into chunk C under the lock of
-   its class CLS.  Out of line, so that the list's path saves no
-   registers.  */
-static KP_NOINLINE void
-kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
-                       unsigned cls)
+/* kp_shared_free of P, at offset OFF of chunk C, past the list: a
+   pointer that starts no block or a block freed already is reported;
+   a block of a chunk with pages given back goes to the chunk under the
+   class's lock; the others go onto the list after all if its limit, set
+   again, leaves room; else back into C under the lock, with half the
+   list.  Out of line, so that the list's path saves no registers.  */
+KP_NOINLINE void
+kp_shared_free_slow (void *p, kp_chunk_t *c, kp_heap_t *h, uintptr_t off)
 {
+  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
+  uint64_t magic = kp_class_divmagic[cls];
+  if (off * magic >= magic)
+    {
+      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
+      return;
+    }
+  kp_block_t *b = p;
+  /* Its tag: the free itself reports a second free, whether the first
+     put B on the thread's list or back in its chunk (without the look,
+     larson at 1 to 40 KiB ran no faster).  */
+  if (kp_block_marked_free (b))
+    {
+      kp_misuse ("free", "double free of", p);
+      return;
+    }
+  unsigned i = cls - KP_SHARED_FIRST;
+  bool live = kp_heap_live (h);
+  if (live && atomic_load_explicit (&c->shared_magic, memory_order_relaxed))
+    {
+      kp_shared_slot_limit (h, i);
+      if (h->shared[i].room != 0)
+        {
+          kp_shared_slot_push (&h->shared[i], b);
+          return;
+        }
+    }
   kp_shared_class_t *s = kp_shared_class (cls);
   if (kp_unlikely (kp_sample_lock_mine (&s->lock)))
     {
@@ -517,13 +576,13 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
   kp_sample_lock (&s->lock);
   uint32_t now = kp_clock_ms ();
   enum kp_shared_put_result r = kp_shared_put (s, c, b, now);
-  /* The thread's list is full (or the bytes of its lists): half of it
-     goes back with B, under the same lock.  */
+  /* The thread's list has no room: half of it goes back with B, under
+     the same lock.  */
   bool released = r == KP_SHARED_RELEASED, freeing = r == KP_SHARED_FREEING;
-  if (kp_heap_live (h))
+  if (live && h->shared[i].room == 0)
     {
-      unsigned i = cls - KP_SHARED_FIRST;
-      for (unsigned k = h->shared_n[i] / 2; k > 0; k--)
+      unsigned n = (unsigned) (h->shared[i].lim - h->shared[i].room);
+      for (unsigned k = n / 2; k > 0; k--)
         {
           kp_block_t *x = kp_shared_slot_pop (h, i, "free");
           if (x == NULL)
@@ -537,45 +596,19 @@ kp_shared_free_locked (kp_block_t *b, kp_chunk_t *c, kp_heap_t *h,
   kp_shared_after_put (released, freeing);
 }
 
-void
-kp_shared_free (void *p, kp_chunk_t *c, kp_heap_t *h, uintptr_t off)
-{
-  unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-  uint64_t magic = kp_class_divmagic[cls];
-  if (kp_unlikely (off * magic >= magic))
-    {
-      kp_misuse ("free", "invalid pointer (not the start of a block):", p);
-      return;
-    }
-  kp_block_t *b = p;
-  /* Its tag: the free itself reports a second free, whether the first
-     put B on the thread's list or back in its chunk (without the look,
-     larson at 1 to 40 KiB ran no faster).  */
-  if (kp_unlikely (kp_block_marked_free (b)))
-    {
-      kp_misuse ("free", "double free of", p);
-      return;
-    }
-  unsigned i = cls - KP_SHARED_FIRST;
-  if (kp_likely (kp_heap_live (h)) && h->shared_n[i] < KP_SHARED_SLOT_MAX
-      && h->shared_slot_bytes + kp_class_size[cls]
-         <= atomic_load_explicit (&kp_shared_slot_cap, memory_order_relaxed)
-      && !atomic_load_explicit (&c->shared_purged, memory_order_relaxed))
-    {
-      kp_shared_slot_push (h, i, b);
-      return;
-    }
-  kp_shared_free_locked (b, c, h, cls);
-}
-
 __attribute__ ((__no_sanitize__ ("thread")))
 void
 kp_shared_slot_blocks (size_t free[KP_NCLASS])
 {
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     for (unsigned i = 0; i < KP_NSHARED; i++)
-      free[KP_SHARED_FIRST + i] += __atomic_load_n (&h->shared_n[i],
-                                                     __ATOMIC_RELAXED);
+      {
+        /* Read racily, the limit may have moved under the room.  */
+        unsigned lim = __atomic_load_n (&h->shared[i].lim, __ATOMIC_RELAXED);
+        unsigned room = __atomic_load_n (&h->shared[i].room,
+                                         __ATOMIC_RELAXED);
+        free[KP_SHARED_FIRST + i] += lim > room ? lim - room : 0;
+      }
 }
 
 __attribute__ ((__no_sanitize__ ("thread")))
@@ -586,19 +619,23 @@ kp_shared_taken (size_t *blocks, size_t *bytes)
   for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
     for (unsigned i = 0; i < KP_NSHARED; i++)
       {
-        size_t n = __atomic_load_n (&h->shared_takes[i], __ATOMIC_RELAXED);
+        size_t n = __atomic_load_n (&h->shared[i].takes, __ATOMIC_RELAXED);
         *blocks += n;
         *bytes += n * kp_class_size[KP_SHARED_FIRST + i];
       }
 }
 
-/* Put H's list of class I back into its chunks, under one lock.  */
+/* Put H's list of class I back into its chunks, under one lock, and
+   its limit to 0.  */
 static void
 kp_shared_slot_flush (kp_heap_t *h, unsigned i)
 {
-  if (h->shared_slot[i] == NULL)
-    return;
   kp_shared_class_t *s = kp_shared_class (KP_SHARED_FIRST + i);
+  if (h->shared[i].head == NULL)
+    {
+      kp_shared_slot_unlimit (h, i);
+      return;
+    }
   if (kp_sample_lock_mine (&s->lock))
     return;                     /* a signal handler inside the lock */
   bool released = false, freeing = false;
@@ -613,6 +650,7 @@ kp_shared_slot_flush (kp_heap_t *h, unsigned i)
       freeing |= r == KP_SHARED_FREEING;
     }
   kp_sample_unlock (&s->lock);
+  kp_shared_slot_unlimit (h, i);
   kp_shared_after_put (released, freeing);
 }
 
@@ -621,9 +659,9 @@ kp_shared_slot_decay (kp_heap_t *h)
 {
   for (unsigned i = 0; i < KP_NSHARED; i++)
     {
-      if (h->shared_takes[i] == h->shared_seen[i])
+      if (h->shared[i].takes == h->shared[i].seen)
         kp_shared_slot_flush (h, i);
-      h->shared_seen[i] = h->shared_takes[i];
+      h->shared[i].seen = h->shared[i].takes;
     }
 }
 

@@ -2,7 +2,8 @@
    204 KiB): their chunks belong to no thread, so a block one thread
    frees serves another thread's malloc; each thread keeps the blocks
    of a class it freed on a list for its next mallocs, counted free,
-   up to its share of 8 MiB (4 MiB alone, 512 KiB among sixteen), and
+   up to its share of 8 MiB (4 MiB alone, 512 KiB among sixteen) in
+   all its classes, and
    gives them back when it exits; a class keeps two emptied chunks and
    releases the others at once, and those kept, the pages of those
    released and the free pages of a partly used chunk go back after
@@ -515,6 +516,85 @@ KT_TEST (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib)
     kame_pool_free (q[i]);
 }
 
+/* Sizes of two more classes: four blocks of each fit in 512 KiB.  */
+#define SIZE_MOVE_A ((size_t) 131072)
+#define SIZE_MOVE_B ((size_t) 115712)
+
+/* In a thread with a heap of its own: a block of each of the classes
+   of SIZE_MOVE_A and SIZE_MOVE_B, which must be the first of BLOCKS
+   and none of BLOCKS[1] on (the blocks of the second class).  */
+static void *
+take_one_of_each (void *arg)
+{
+  (void) arg;
+  void *a = kame_pool_malloc (SIZE_MOVE_A);
+  void *b = kame_pool_malloc (SIZE_MOVE_B);
+  const char *err = NULL;
+  if (a == NULL || b == NULL)
+    err = "malloc failed";
+  else if (a != blocks[0])
+    err = "the freed block of the first class was not in its chunk";
+  for (size_t i = 1; err == NULL && i < nblocks; i++)
+    if (b == blocks[i])
+      err = "a block on the main thread's list served another thread";
+  kame_pool_free (a);
+  kame_pool_free (b);
+  return (void *) err;
+}
+
+/* A thread's lists hold its share in all, whichever classes hold it:
+   with sixteen threads, four blocks of 128 KiB fill the share (512
+   KiB) on one class's list, and once the mallocs have taken them back,
+   four blocks of 113 KiB of another class freed all go onto that
+   class's list (the first class's room given up), where no other
+   thread finds them; the first class's blocks freed then find no
+   room (the second's list holds 452 KiB) and go back to their chunk,
+   where another thread's malloc finds the last one freed.  */
+KT_TEST (a_thread_s_share_moves_with_it_from_class_to_class)
+{
+  enum { OTHERS = 15, N = 4 };
+  KT_CHECK (fresh_class (SIZE_MOVE_A) != SIZE_MAX);
+  KT_CHECK (fresh_class (SIZE_MOVE_B) != SIZE_MAX);
+  KT_CHECK (N * SIZE_MOVE_A <= LIST_MIN && N * SIZE_MOVE_B <= LIST_MIN
+            && (N * SIZE_MOVE_B + SIZE_MOVE_A) > LIST_MIN);
+  kame_pool_trim (0);
+  pthread_t t[OTHERS];
+  KT_CHECK (pthread_barrier_init (&crowd_in, NULL, OTHERS + 1) == 0);
+  KT_CHECK (pthread_barrier_init (&crowd_out, NULL, OTHERS + 1) == 0);
+  for (int i = 0; i < OTHERS; i++)
+    KT_CHECK (pthread_create (&t[i], NULL, crowd, NULL) == 0);
+  pthread_barrier_wait (&crowd_in);
+  void *a[N], *b[N];
+  for (size_t i = 0; i < N; i++)
+    {
+      KT_CHECK ((a[i] = kame_pool_malloc (SIZE_MOVE_A)) != NULL);
+      KT_CHECK ((b[i] = kame_pool_malloc (SIZE_MOVE_B)) != NULL);
+    }
+  KT_CHECK (back_from_the_list (a, N, SIZE_MOVE_A));
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (b[i]);
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (a[i]);
+  blocks[0] = a[N - 1];
+  for (size_t i = 0; i < N; i++)
+    blocks[1 + i] = b[i];
+  nblocks = 1 + N;
+  kt_in_a_thread (take_one_of_each);
+  bool lifo = true;
+  for (size_t i = N; i-- > 0;)
+    {
+      void *q = kame_pool_malloc (SIZE_MOVE_B);
+      lifo &= q == b[i];
+      b[i] = q;
+    }
+  KT_CHECK (lifo);
+  pthread_barrier_wait (&crowd_out);
+  for (int i = 0; i < OTHERS; i++)
+    KT_CHECK (pthread_join (t[i], NULL) == 0);
+  for (size_t i = 0; i < N; i++)
+    kame_pool_free (b[i]);
+}
+
 /* Free the block of BLOCKS[0] in a thread that never allocated (it
    has no heap, so no list): straight back to its chunk.  */
 static void *
@@ -557,4 +637,5 @@ KT_MAIN (KT_CASE (a_block_one_thread_frees_serves_another_thread_s_malloc),
          KT_CASE (a_fork_while_another_thread_uses_a_class_leaves_the_child_the_class),
          KT_CASE (a_thread_alone_keeps_up_to_4_mib_on_its_lists),
          KT_CASE (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib),
-         KT_CASE (a_thread_with_no_heap_frees_into_the_chunk))
+         KT_CASE (a_thread_with_no_heap_frees_into_the_chunk),
+         KT_CASE (a_thread_s_share_moves_with_it_from_class_to_class))

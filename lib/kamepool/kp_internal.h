@@ -687,9 +687,6 @@ typedef struct kp_heap_large
   } pair[2];
 } kp_heap_large_t;
 
-/* A heap: one per live thread.  Heap records are permanent (never
-   unmapped) and recycled for new threads, so a stale pointer to one is
-   harmless: it is only ever compared.  */
 /* A thread's list of freed blocks of one shared class, which its
    next mallocs of the class take back without the class's lock
    (shared.c): safe-linked from HEAD, as a chunk's free list, at most
@@ -711,7 +708,11 @@ typedef struct kp_slist
   uint16_t lim, room;
   size_t takes, seen;
 } kp_slist_t;
+_Static_assert (sizeof (kp_slist_t) == 32, "a list's fields share a line");
 
+/* A heap: one per live thread.  Heap records are permanent (never
+   unmapped) and recycled for new threads, so a stale pointer to one is
+   harmless: it is only ever compared.  */
 struct kp_heap
 {
   /* Owned chunks that are not active, oldest first: refills take from
@@ -2098,7 +2099,6 @@ kp_malloc_shared (size_t n)
     }
   return kp_malloc_refill (n);
 }
-
 
 /* malloc without the heap profile: the size's class, or the large
    tiers.  */

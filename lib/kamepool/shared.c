@@ -581,8 +581,8 @@ kp_shared_free_slow (void *p, kp_chunk_t *c, kp_heap_t *h, uintptr_t off)
   bool released = r == KP_SHARED_RELEASED, freeing = r == KP_SHARED_FREEING;
   if (live && h->shared[i].room == 0)
     {
-      unsigned n = (unsigned) (h->shared[i].lim - h->shared[i].room);
-      for (unsigned k = n / 2; k > 0; k--)
+      /* With no room, the list's length is its limit.  */
+      for (unsigned k = h->shared[i].lim / 2u; k > 0; k--)
         {
           kp_block_t *x = kp_shared_slot_pop (h, i, "free");
           if (x == NULL)

@@ -456,6 +456,33 @@ crowd (void *arg)
   return NULL;
 }
 
+/* Fifteen threads besides the caller, each with a heap, in T, waiting
+   till crowd_end.  */
+enum { OTHERS = 15 };
+static void
+crowd_start (pthread_t t[OTHERS])
+{
+  KT_CHECK (pthread_barrier_init (&crowd_in, NULL, OTHERS + 1) == 0);
+  KT_CHECK (pthread_barrier_init (&crowd_out, NULL, OTHERS + 1) == 0);
+  for (int i = 0; i < OTHERS; i++)
+    KT_CHECK (pthread_create (&t[i], NULL, crowd, NULL) == 0);
+  pthread_barrier_wait (&crowd_in);
+}
+
+static void
+crowd_end (pthread_t t[OTHERS])
+{
+  pthread_barrier_wait (&crowd_out);
+  for (int i = 0; i < OTHERS; i++)
+    {
+      void *err;
+      KT_CHECK (pthread_join (t[i], &err) == 0);
+      KT_CHECK (err == NULL);
+    }
+  KT_CHECK (pthread_barrier_destroy (&crowd_in) == 0);
+  KT_CHECK (pthread_barrier_destroy (&crowd_out) == 0);
+}
+
 /* With sixteen threads with a heap, a thread's lists hold 512 KiB: of
    four blocks of 170 KiB freed, the fourth finds the list full (three
    take 510 KiB) and goes back with the list's first half (the third
@@ -466,18 +493,13 @@ crowd (void *arg)
    four.  */
 KT_TEST (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib)
 {
-  enum { OTHERS = 15 };
   KT_CHECK (fresh_class (SIZE_CROWD) != SIZE_MAX);
   KT_CHECK (LISTS / (OTHERS + 1) == LIST_MIN);
   KT_CHECK (3 * SIZE_CROWD <= LIST_MIN && 4 * SIZE_CROWD > LIST_MIN
             && 4 * SIZE_CROWD <= LIST_MAX);
   kame_pool_trim (0);
   pthread_t t[OTHERS];
-  KT_CHECK (pthread_barrier_init (&crowd_in, NULL, OTHERS + 1) == 0);
-  KT_CHECK (pthread_barrier_init (&crowd_out, NULL, OTHERS + 1) == 0);
-  for (int i = 0; i < OTHERS; i++)
-    KT_CHECK (pthread_create (&t[i], NULL, crowd, NULL) == 0);
-  pthread_barrier_wait (&crowd_in);
+  crowd_start (t);
   void *p[4];
   for (size_t i = 0; i < 4; i++)
     KT_CHECK ((p[i] = kame_pool_malloc (SIZE_CROWD)) != NULL);
@@ -504,13 +526,7 @@ KT_TEST (sixteen_threads_keep_512_kib_each_and_a_forked_child_4_mib)
   int status;
   KT_CHECK (kt_wait (pid, &status));
   KT_CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  pthread_barrier_wait (&crowd_out);
-  for (int i = 0; i < OTHERS; i++)
-    {
-      void *err;
-      KT_CHECK (pthread_join (t[i], &err) == 0);
-      KT_CHECK (err == NULL);
-    }
+  crowd_end (t);
   KT_CHECK (back_from_the_list (q, 4, SIZE_CROWD));
   for (size_t i = 0; i < 4; i++)
     kame_pool_free (q[i]);
@@ -552,18 +568,14 @@ take_one_of_each (void *arg)
    where another thread's malloc finds the last one freed.  */
 KT_TEST (a_thread_s_share_moves_with_it_from_class_to_class)
 {
-  enum { OTHERS = 15, N = 4 };
+  enum { N = 4 };
   KT_CHECK (fresh_class (SIZE_MOVE_A) != SIZE_MAX);
   KT_CHECK (fresh_class (SIZE_MOVE_B) != SIZE_MAX);
   KT_CHECK (N * SIZE_MOVE_A <= LIST_MIN && N * SIZE_MOVE_B <= LIST_MIN
             && (N * SIZE_MOVE_B + SIZE_MOVE_A) > LIST_MIN);
   kame_pool_trim (0);
   pthread_t t[OTHERS];
-  KT_CHECK (pthread_barrier_init (&crowd_in, NULL, OTHERS + 1) == 0);
-  KT_CHECK (pthread_barrier_init (&crowd_out, NULL, OTHERS + 1) == 0);
-  for (int i = 0; i < OTHERS; i++)
-    KT_CHECK (pthread_create (&t[i], NULL, crowd, NULL) == 0);
-  pthread_barrier_wait (&crowd_in);
+  crowd_start (t);
   void *a[N], *b[N];
   for (size_t i = 0; i < N; i++)
     {
@@ -588,9 +600,7 @@ KT_TEST (a_thread_s_share_moves_with_it_from_class_to_class)
       b[i] = q;
     }
   KT_CHECK (lifo);
-  pthread_barrier_wait (&crowd_out);
-  for (int i = 0; i < OTHERS; i++)
-    KT_CHECK (pthread_join (t[i], NULL) == 0);
+  crowd_end (t);
   for (size_t i = 0; i < N; i++)
     kame_pool_free (b[i]);
 }

@@ -2226,8 +2226,8 @@ kp_rbatch_slot (kp_heap_t *h, const kp_chunk_t *c)
    C claimed and SMALL (they count in its used), so the slot's copies
    of C's data address and block size are C's.  Otherwise the long
    way: kp_free_remote_slow, or kp_free_remote_first for a thread that
-   has no heap yet.  Inline in kp_free_pool, ahead of any test for a
-   dedicated chunk or a continuation unit.  */
+   has no heap yet.  Inline at the end of kp_free_pool, which has sent
+   the blocks of dedicated chunks and of the shared classes elsewhere.  */
 KP_INLINE void
 kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
 {
@@ -2259,11 +2259,11 @@ kp_free_remote (void *p, kp_chunk_t *c, kp_heap_t *h)
         kp_rbatch_flush (h, s);
       return;
     }
-  /* A block of the shared classes: never in a batch.  */
-  if (kp_unlikely (atomic_load_explicit (&c->owner, memory_order_relaxed)
-                   == &kp_heap_shared))
-    kp_shared_free (p, c, h, (uintptr_t) ((char *) p - kp_chunk_data (c)));
-  else if (kp_unlikely (h == &kp_heap_none))
+  /* kp_free_pool sent the blocks of the shared classes to
+     kp_shared_free: C is never a shared chunk here.  */
+  KP_ASSERT (atomic_load_explicit (&c->owner, memory_order_relaxed)
+             != &kp_heap_shared);
+  if (kp_unlikely (h == &kp_heap_none))
     kp_free_remote_first (p, c);
   else
     kp_free_remote_slow (p, c, h);

@@ -89,8 +89,9 @@ kp_heap_list (void)
    the bytes each thread's lists of the shared classes may hold, worked
    out from it by the same calls: KP_SHARED_LISTS_BYTES split evenly,
    within KP_SHARED_SLOT_MIN and KP_SHARED_SLOT_CAP (a relaxed store;
-   shared.c reads it relaxed on the lists' paths: a stale value moves a
-   bound on a cache for a moment).  */
+   shared.c reads it relaxed when it sets a list's limit, on the lists'
+   slow paths: a stale value moves a bound on a cache for a moment, and
+   a list's limit follows a new cap at the list's next slow path).  */
 static _Atomic (size_t) kp_heaps_live;
 _Atomic (size_t) kp_shared_slot_cap = KP_SHARED_SLOT_CAP;
 

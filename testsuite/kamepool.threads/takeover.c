@@ -1,11 +1,10 @@
-/* foster.c -- kamepool.threads tests of a chunk that a free takes
-   over: from an exited thread, a thread that already has a partial
-   chunk of the class fosters it, so that its next refill collects the
-   remote frees that emptied it and releases it, instead of keeping it
-   behind its own partial chunks with those frees uncollected; the
-   chunks a thread shed itself, it takes back.  Exact counts through
-   kame_pool_get_stats, with no other thread running when they are
-   read.
+/* takeover.c -- kamepool.threads tests of a chunk that a free takes
+   over: a thread keeps it only when it allocates the class and has no
+   partial chunk of it, or when it shed the chunk itself; otherwise it
+   gives it back, abandoned, so that the remote frees of its other
+   blocks reach whoever adopts it next, or release it when they empty
+   it.  Exact counts through kame_pool_get_stats, with no other thread
+   allocating or freeing when they are read.
 
    Guarded sampling is off: the test asserts where the pool places
    blocks, and a guarded block is not the pool's.
@@ -65,13 +64,14 @@ free_left (void *arg)
    block of the first: it has a partial chunk of the class.  A thread
    allocates LEFT blocks in a chunk of its own and exits: the chunk is
    abandoned.  The main thread frees one of them, which takes the chunk
-   over; another thread frees the others into it and exits.  The main
-   thread then allocates a chunk's worth of blocks, which refills at
-   least once: the chunk taken over is empty by then, and is released,
-   so the main thread's blocks fill its own two chunks and no third.
-   (Kept as the main thread's own, the chunk waited on its partial list
-   with the two frees uncollected, and the blocks spread over three.)  */
-KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied)
+   over; it has a partial chunk of the class, so it gives the chunk
+   back.  Another thread, which allocates nothing, frees the others
+   into it: the first of its frees takes the chunk over and gives it
+   back, the second empties it, and the chunk is released.  The main
+   thread's blocks then fill its own two chunks and no third.  (Kept
+   by the main thread, the chunk waited on its partial list with the
+   other thread's two frees uncollected until its next refill.)  */
+KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_let_go_and_released_when_emptied)
 {
   kame_pool_stats_t s0 = kt_pool_stats ();
   size_t k = unused_class (&s0, SIZE);
@@ -86,13 +86,15 @@ KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied)
   KT_CHECK_EQ (s1.classes[k].live_blocks, PER + LEFT);
   kame_pool_free (left[0]);
   kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK_EQ (s2.abandoned_chunks, 0);
+  KT_CHECK_EQ (s2.abandoned_chunks, 1);
+  KT_CHECK_EQ (s2.remote_pending, 0);
   KT_CHECK_EQ (s2.classes[k].live_blocks, PER + LEFT - 1);
   kt_in_a_thread (free_left);
   kame_pool_stats_t s3 = kt_pool_stats ();
-  KT_CHECK_EQ (s3.classes[k].chunks, 3);
+  KT_CHECK_EQ (s3.abandoned_chunks, 0);
+  KT_CHECK_EQ (s3.classes[k].chunks, 2);
   KT_CHECK_EQ (s3.classes[k].live_blocks, PER);
-  KT_CHECK_EQ (s3.remote_pending, LEFT - 1);
+  KT_CHECK_EQ (s3.remote_pending, 0);
   for (size_t i = PER + 1; i < 2 * PER + 1; i++)
     KT_CHECK ((mine[i] = kame_pool_malloc (SIZE)) != NULL);
   kame_pool_stats_t s4 = kt_pool_stats ();
@@ -120,8 +122,7 @@ static void *shed_blk[SHED_CHUNKS * SHED_PER];
    It then frees a block of TAKEN of those: each free
    takes its chunk over, and the thread keeps it as its own although it
    has a partial chunk of the class, since it set the chunk up.  (The
-   rule for other threads' chunks would foster 8 of them and leave the
-   others abandoned.)  */
+   rule for other threads' chunks would give them all back.)  */
 KT_TEST (a_thread_takes_back_the_chunks_it_shed)
 {
   kame_pool_stats_t s0 = kt_pool_stats ();
@@ -155,5 +156,79 @@ KT_TEST (a_thread_takes_back_the_chunks_it_shed)
     kame_pool_free (shed_blk[i]);
 }
 
-KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied),
-         KT_CASE (a_thread_takes_back_the_chunks_it_shed))
+/* Another class of its own: 36 blocks to a chunk of two units.  */
+#define LAZY_SIZE ((size_t) 14400)
+#define LAZY_PER ((size_t) (512 * 1024) / LAZY_SIZE)
+
+static void *lazy_blk[SHED_CHUNKS * LAZY_PER + SHED_CHUNKS + TAKEN];
+static pthread_barrier_t lazy_freed, lazy_done;
+
+/* A thread that frees and allocates nothing, as a server's lazy-free
+   thread: a block of each of TAKEN chunks the main thread shed, then
+   it waits, alive, until the main thread is done.  */
+static void *
+lazy_free (void *arg)
+{
+  (void) arg;
+  for (size_t c = 1; c <= TAKEN; c++)
+    {
+      kame_pool_free (lazy_blk[c * LAZY_PER + 1]);
+      lazy_blk[c * LAZY_PER + 1] = NULL;
+    }
+  pthread_barrier_wait (&lazy_freed);
+  pthread_barrier_wait (&lazy_done);
+  return NULL;
+}
+
+/* The main thread sheds its partial chunks of a class as in the test
+   above.  A thread that allocates nothing frees a block of TAKEN of
+   them, taking each over, and gives each back: the shed chunks stay
+   abandoned, and the main thread's mallocs then fill the holes of all
+   its chunks, its own frees' and the other thread's, adopting the shed
+   chunks back, with no chunk more.  (When a freeing thread kept up to
+   8 such chunks, they stayed away from the main thread, which claimed
+   a chunk more beside them, while the other thread lived.)  */
+KT_TEST (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them)
+{
+  kame_pool_stats_t s0 = kt_pool_stats ();
+  size_t k = unused_class (&s0, LAZY_SIZE);
+  KT_CHECK (k != SIZE_MAX);
+  for (size_t i = 0; i < SHED_CHUNKS * LAZY_PER; i++)
+    KT_CHECK ((lazy_blk[i] = kame_pool_malloc (LAZY_SIZE)) != NULL);
+  kame_pool_stats_t s1 = kt_pool_stats ();
+  KT_CHECK_EQ (s1.classes[k].chunks, SHED_CHUNKS);
+  for (size_t c = 0; c < SHED_CHUNKS; c++)
+    {
+      kame_pool_free (lazy_blk[c * LAZY_PER]);
+      lazy_blk[c * LAZY_PER] = NULL;
+    }
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  KT_CHECK (s2.abandoned_chunks >= s0.abandoned_chunks + TAKEN);
+  pthread_t t;
+  KT_CHECK (pthread_barrier_init (&lazy_freed, NULL, 2) == 0);
+  KT_CHECK (pthread_barrier_init (&lazy_done, NULL, 2) == 0);
+  KT_CHECK (pthread_create (&t, NULL, lazy_free, NULL) == 0);
+  pthread_barrier_wait (&lazy_freed);
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s3.abandoned_chunks, s2.abandoned_chunks);
+  KT_CHECK_EQ (s3.remote_pending, 0);
+  KT_CHECK_EQ (s3.classes[k].live_blocks,
+               SHED_CHUNKS * LAZY_PER - SHED_CHUNKS - TAKEN);
+  for (size_t i = SHED_CHUNKS * LAZY_PER;
+       i < SHED_CHUNKS * LAZY_PER + SHED_CHUNKS + TAKEN; i++)
+    KT_CHECK ((lazy_blk[i] = kame_pool_malloc (LAZY_SIZE)) != NULL);
+  kame_pool_stats_t s4 = kt_pool_stats ();
+  KT_CHECK_EQ (s4.classes[k].chunks, SHED_CHUNKS);
+  KT_CHECK_EQ (s4.classes[k].live_blocks, SHED_CHUNKS * LAZY_PER);
+  KT_CHECK_EQ (s4.classes[k].free_blocks, 0);
+  pthread_barrier_wait (&lazy_done);
+  KT_CHECK (pthread_join (t, NULL) == 0);
+  pthread_barrier_destroy (&lazy_freed);
+  pthread_barrier_destroy (&lazy_done);
+  for (size_t i = 0; i < sizeof lazy_blk / sizeof lazy_blk[0]; i++)
+    kame_pool_free (lazy_blk[i]);
+}
+
+KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_let_go_and_released_when_emptied),
+         KT_CASE (a_thread_takes_back_the_chunks_it_shed),
+         KT_CASE (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them))

@@ -12,7 +12,7 @@
 
 #include "kp_internal.h"
 
-void *
+KP_HOT_ENTRY void *
 kame_pool_malloc (size_t size)
 {
   return kp_malloc (size);
@@ -30,7 +30,7 @@ kame_pool_realloc (void *ptr, size_t size)
   return kp_realloc (ptr, size);
 }
 
-void
+KP_HOT_ENTRY void
 kame_pool_free (void *ptr)
 {
   kp_free (ptr);

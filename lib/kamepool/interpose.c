@@ -25,13 +25,13 @@
 
 #define KP_EXPORT __attribute__ ((__visibility__ ("default")))
 
-KP_EXPORT void *
+KP_EXPORT KP_HOT_ENTRY void *
 malloc (size_t size)
 {
   return kp_malloc (size);
 }
 
-KP_EXPORT void
+KP_EXPORT KP_HOT_ENTRY void
 free (void *ptr)
 {
   kp_free (ptr);

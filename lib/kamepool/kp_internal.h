@@ -106,6 +106,13 @@
 #define KP_HIDDEN __attribute__ ((__visibility__ ("hidden")))
 #define KP_NOINLINE __attribute__ ((__noinline__))
 #define KP_INLINE static inline __attribute__ ((__always_inline__))
+/* The entry points that a malloc/free loop runs (malloc, free,
+   kame_pool_malloc, kame_pool_free: the C++ operators call the last
+   two) start a cache line.  Aligned only to 16 bytes, where they fall
+   depends on the size of the code before them, and so does the speed
+   of a malloc/free loop, with the same instructions (bench/README,
+   "Issue 36, seventh sitting").  */
+#define KP_HOT_ENTRY __attribute__ ((__aligned__ (64)))
 #define kp_likely(x) __builtin_expect (!!(x), 1)
 #define kp_unlikely(x) __builtin_expect (!!(x), 0)
 

@@ -70,6 +70,7 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
 {
   c->free = NULL;
   c->next = c->prev = NULL;
+  c->fostered = false;
   c->full = false;
   c->orig_heap = h;
   for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
@@ -995,14 +996,17 @@ kp_chunk_retire (kp_chunk_t *c)
 /* We have just set the OWNED bit of C, which had no owner.  Collect,
    then release it if empty, keep it if this thread's heap set it up
    (a chunk the thread itself handed over, kp_chunk_shed) or if the
-   thread uses the class and has no partial chunk of it, and otherwise
-   abandon it again, for the refill of a thread that needs it to adopt.
-   A thread that has partial chunks of the class has room for its
-   mallocs already, and one with no active chunk of the class makes no
-   refill of it: kept by either, the chunk would wait behind the
-   others, or for good, with the remote frees of its other blocks
-   uncollected (those of the thread that shed it, among them), while
-   the threads that allocate the class claim fresh chunks beside it.  */
+   thread uses the class and has no partial chunk of it, or foster it
+   if the thread uses the class and may foster one more, or abandon it
+   again.  A thread that has partial chunks of the class has room for
+   its mallocs already: kept as its own, another thread's chunk would
+   wait behind them with its other blocks' remote frees uncollected,
+   for as long as the thread lives; fostered, the refills sweep it and
+   release it when its last block comes back; let go, any thread's
+   refill may adopt it.  A thread that does not allocate the class
+   makes no refill of it, so it never fosters: the remote frees into
+   the chunk, those of the thread that shed it among them, would wait
+   for good.  */
 static void
 kp_abandoned_collect (kp_chunk_t *c)
 {
@@ -1016,14 +1020,22 @@ kp_abandoned_collect (kp_chunk_t *c)
           return;
         }
       unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
-      if (kp_heap_live (h)
-          && (c->orig_heap == h
-              || (kp_thread_uses_class (cls)
-                  && h->partial[cls].head == NULL)))
+      if (kp_heap_live (h))
         {
-          atomic_store_explicit (&c->owner, h, memory_order_relaxed);
-          kp_partial_push (h, c);
-          return;
+          bool active = kp_thread_uses_class (cls);
+          bool uses = c->orig_heap == h
+                      || (active && h->partial[cls].head == NULL);
+          if (uses || (active && h->fostered < KP_FOSTER_MAX))
+            {
+              atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+              kp_partial_push (h, c);
+              if (!uses)
+                {
+                  c->fostered = true;
+                  h->fostered++;
+                }
+              return;
+            }
         }
       if (kp_chunk_let_go (c))
         return;

@@ -50,10 +50,10 @@ kp_full_sweep (kp_heap_t *h, unsigned cls, bool force)
 }
 
 /* Collect the remote frees of every partial chunk of class CLS and
-   release those that are empty: the decay's passes and the trim.  A
-   chunk whose blocks other threads free waits on the list with its
-   frees uncollected until a refill pops it, which on a long list may
-   be long.  */
+   release those that are empty.  A chunk whose blocks other threads
+   free waits on the list with its frees uncollected; without this pass
+   a thread that takes over chunks faster than it refills from them
+   would keep them all.  */
 static void
 kp_partial_sweep (kp_heap_t *h, unsigned cls)
 {
@@ -316,6 +316,10 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
   /* The clock every 8th time the active chunk runs dry.  */
   if ((++h->decay_ticks & 7) == 0)
     kp_heap_decay (h);
+  /* Chunks taken over by frees fill up with remote frees on the list;
+     the others' are collected as they are popped, and by the decay.  */
+  if (h->fostered != 0)
+    kp_partial_sweep (h, cls);
   for (int pass = 0; pass < 2; pass++)
     {
       while ((c = kp_partial_pop (h, cls)) != NULL)

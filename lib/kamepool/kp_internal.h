@@ -179,6 +179,12 @@ kp_round_up (size_t n, size_t to)
    between DELAY and DELAY * (1 + 1 / KP_DECAY_STEPS) ms after its
    release (region.c, purge.c).  */
 #define KP_DECAY_STEPS 4
+/* How many chunks a heap may take over through frees and foster
+   beside its partial chunks of their classes, which it allocates too
+   (chunk.c).  Keeping such a chunk makes this thread's later frees
+   into it plain owner frees; its refills sweep it; the bound caps
+   what one thread can hold on to.  */
+#define KP_FOSTER_MAX 8
 /* Regions an adoption scans before it gives up (chunk.c): adoption is
    an optimisation, not a duty.  */
 #define KP_ADOPT_REGIONS 32
@@ -434,6 +440,7 @@ typedef struct kp_chunk
   uint64_t pops;
   struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
   uint32_t idle_since;          /* decay clock when it joined that list */
+  bool fostered;                /* taken over by a free, kept beside partial ones */
   bool decayed;                 /* purged since it joined a partial list */
 
   /* Line 1 (byte 64).  */
@@ -725,6 +732,7 @@ struct kp_heap
      since the last such sweep (full_new counts the pushes since).  */
   kp_clist_t full[KP_NCLASS];
   uint32_t full_count[KP_NCLASS], full_new[KP_NCLASS];
+  unsigned fostered;            /* fostered chunks on the partial lists */
   _Atomic (int) in_use;         /* CAS acquire to take, store release to give */
   struct kp_heap *pool_next;    /* immutable once published */
   kp_heap_cache_t cache;        /* the large cache's (cache.c) */
@@ -907,6 +915,11 @@ KP_INLINE void
 kp_partial_remove (kp_heap_t *h, kp_chunk_t *c)
 {
   kp_clist_remove (&h->partial[kp_chunk_cls (c)], c);
+  if (c->fostered)
+    {
+      c->fostered = false;
+      h->fostered--;
+    }
 }
 
 KP_INLINE kp_chunk_t *

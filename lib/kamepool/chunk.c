@@ -71,6 +71,7 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   c->free = NULL;
   c->next = c->prev = NULL;
   c->fostered = false;
+  c->shed = false;
   c->full = false;
   c->orig_heap = h;
   for (unsigned w = 0; w < KP_PURGE_WORDS; w++)
@@ -930,6 +931,8 @@ kp_chunk_shed (kp_heap_t *h, unsigned cls)
   while ((c = h->partial[cls].head) != h->partial[cls].tail)
     {
       kp_partial_remove (h, c);
+      c->shed = true;
+      c->orig_heap = h;
       kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
     }
   if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
@@ -997,16 +1000,17 @@ kp_chunk_retire (kp_chunk_t *c)
    then release it if empty, keep it if this thread's heap set it up
    (a chunk the thread itself handed over, kp_chunk_shed) or if the
    thread uses the class and has no partial chunk of it, or foster it
-   if the thread uses the class and may foster one more, or abandon it
-   again.  A thread that has partial chunks of the class has room for
-   its mallocs already: kept as its own, another thread's chunk would
-   wait behind them with its other blocks' remote frees uncollected,
-   for as long as the thread lives; fostered, the refills sweep it and
-   release it when its last block comes back; let go, any thread's
-   refill may adopt it.  A thread that does not allocate the class
-   makes no refill of it, so it never fosters: the remote frees into
-   the chunk, those of the thread that shed it among them, would wait
-   for good.  */
+   if it may foster one more, unless a thread that still lives shed it,
+   or abandon it again.  A thread that has partial chunks of the class
+   has room for its mallocs already: kept as its own, another thread's
+   chunk would wait behind them with its other blocks' remote frees
+   uncollected, for as long as the thread lives; fostered, the refills
+   sweep it and release it when its last block comes back; let go, any
+   thread's refill may adopt it.  A chunk that its thread shed goes
+   back to that thread, whose refills adopt it again: fostered by a
+   thread that does not allocate the class (a server's lazy-free
+   thread), it kept the shedding thread's frees into it for good, and
+   that thread claimed fresh chunks beside it.  */
 static void
 kp_abandoned_collect (kp_chunk_t *c)
 {
@@ -1022,11 +1026,15 @@ kp_abandoned_collect (kp_chunk_t *c)
       unsigned cls = atomic_load_explicit (&c->cls, memory_order_relaxed);
       if (kp_heap_live (h))
         {
-          bool active = kp_thread_uses_class (cls);
           bool uses = c->orig_heap == h
-                      || (active && h->partial[cls].head == NULL);
-          if (uses || (active && h->fostered < KP_FOSTER_MAX))
+                      || (kp_thread_uses_class (cls)
+                          && h->partial[cls].head == NULL);
+          bool theirs = c->shed
+                        && atomic_load_explicit (&c->orig_heap->in_use,
+                                                 memory_order_relaxed) != 0;
+          if (uses || (!theirs && h->fostered < KP_FOSTER_MAX))
             {
+              c->shed = false;
               atomic_store_explicit (&c->owner, h, memory_order_relaxed);
               kp_partial_push (h, c);
               if (!uses)
@@ -1265,6 +1273,7 @@ kp_chunk_adopt (kp_heap_t *h, unsigned cls)
                       break;
                     }
                   atomic_store_explicit (&c->owner, h, memory_order_relaxed);
+                  c->shed = false;
                   kp_chunk_collect (c);
                   if (kp_chunk_has_space (c))
                     return c;

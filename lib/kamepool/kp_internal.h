@@ -179,11 +179,11 @@ kp_round_up (size_t n, size_t to)
    between DELAY and DELAY * (1 + 1 / KP_DECAY_STEPS) ms after its
    release (region.c, purge.c).  */
 #define KP_DECAY_STEPS 4
-/* How many chunks a heap may take over through frees and foster
-   beside its partial chunks of their classes, which it allocates too
-   (chunk.c).  Keeping such a chunk makes this thread's later frees
-   into it plain owner frees; its refills sweep it; the bound caps
-   what one thread can hold on to.  */
+/* How many chunks of classes it does not allocate from a heap may take
+   over through frees (chunk.c).  Keeping such a chunk makes this
+   thread's later frees into it plain owner frees (a consumer freeing
+   what a producer filled); the bound caps what an idle thread can hold
+   on to.  */
 #define KP_FOSTER_MAX 8
 /* Regions an adoption scans before it gives up (chunk.c): adoption is
    an optimisation, not a duty.  */
@@ -440,14 +440,18 @@ typedef struct kp_chunk
   uint64_t pops;
   struct kp_chunk *next, *prev; /* the owner heap's partial or full list */
   uint32_t idle_since;          /* decay clock when it joined that list */
-  bool fostered;                /* taken over by a free, kept beside partial ones */
+  bool fostered;                /* taken over by a free, class not in use */
   bool decayed;                 /* purged since it joined a partial list */
+  /* Handed over by its owner's kp_chunk_shed, not kept since: written
+     by the owner, and by whoever keeps or adopts it, while it holds
+     OWNED (the hand-over's release CAS publishes it to the next).  */
+  bool shed;
 
   /* Line 1 (byte 64).  */
   /* Written relaxed by the thread that takes ownership (itself or NULL);
      read relaxed by any freer, who only compares it with its own heap.  */
   _Alignas (64) _Atomic (kp_heap_t *) owner;
-  kp_heap_t *orig_heap;         /* heap that claimed it; a reclaim hint */
+  kp_heap_t *orig_heap;         /* heap that claimed or shed it last; a hint */
   uint32_t capacity;            /* blocks in the chunk */
   char *limit;                  /* end of the chunk's data (the carving) */
   /* The decay (chunk.c, kp_chunk_purge): pages below BUMP given back to
@@ -486,7 +490,7 @@ typedef struct kp_chunk
   _Atomic (uint64_t) shared_magic;
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
-_Static_assert (offsetof (kp_chunk_t, decayed) < 64
+_Static_assert (offsetof (kp_chunk_t, shed) < 64
                 && offsetof (kp_chunk_t, owner) == 64
                 && offsetof (kp_chunk_t, purged)
                    + KP_PURGE_WORDS * sizeof (uint64_t) <= 128,

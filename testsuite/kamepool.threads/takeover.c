@@ -1,13 +1,14 @@
 /* takeover.c -- kamepool.threads tests of a chunk that a free takes
-   over.  From an exited thread, a thread that allocates the class and
-   already has a partial chunk of it fosters the chunk, so that its next
-   refill collects the remote frees that emptied it and releases it,
-   instead of keeping it behind its own partial chunks with those frees
-   uncollected; the chunks a thread shed itself, it takes back; and a
-   thread that does not allocate the class gives a chunk back, so that
-   the frees of the thread that shed it reach that thread again.  Exact
-   counts through kame_pool_get_stats, with no other thread allocating
-   or freeing when they are read.
+   over.  From an exited thread, a thread that already has a partial
+   chunk of the class fosters it, so that its next refill collects the
+   remote frees that emptied it and releases it, instead of keeping it
+   behind its own partial chunks with those frees uncollected; the
+   chunks a thread shed itself, it takes back; and a chunk that a live
+   thread shed, another thread gives back, so that the shedding
+   thread's frees reach it again (one that an exited thread shed, it
+   fosters).  Exact counts through
+   kame_pool_get_stats, with no other thread allocating or freeing
+   when they are read.
 
    Guarded sampling is off: the test asserts where the pool places
    blocks, and a guarded block is not the pool's.
@@ -115,32 +116,47 @@ KT_TEST (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied)
 
 static void *shed_blk[SHED_CHUNKS * SHED_PER];
 
-/* The main thread fills SHED_CHUNKS chunks and then frees a block of
-   each: past 16 such frees with no malloc in between it is tearing a
-   working set down, and hands its partial chunks over but the newest
-   (kp_chunk_shed; the first chunk freed into became the active one).
-   It then frees a block of TAKEN of those: each free
-   takes its chunk over, and the thread keeps it as its own although it
-   has a partial chunk of the class, since it set the chunk up.  (The
-   rule for other threads' chunks would foster 8 of them and leave the
-   others abandoned.)  */
-KT_TEST (a_thread_takes_back_the_chunks_it_shed)
+/* The calling thread fills SHED_CHUNKS chunks of SIZE-byte blocks, PER
+   to a chunk, in a class of which no chunk is live (*K: its row of the
+   statistics, SIZE_MAX until all went well), and then frees the first
+   block of each: past 16 such frees with no malloc in between it is
+   tearing a working set down, and hands its partial chunks over but
+   the newest (kp_chunk_shed; the first chunk freed into became the
+   active one), TAKEN of them at least.  *S2: the statistics after.  */
+static void
+fill_and_shed (void **blk, size_t size, size_t per, size_t *k,
+               kame_pool_stats_t *s2)
 {
+  *k = SIZE_MAX;
   kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = unused_class (&s0, SHED_SIZE);
-  KT_CHECK (k != SIZE_MAX);
-  for (size_t i = 0; i < SHED_CHUNKS * SHED_PER; i++)
-    KT_CHECK ((shed_blk[i] = kame_pool_malloc (SHED_SIZE)) != NULL);
+  size_t row = unused_class (&s0, size);
+  KT_CHECK (row != SIZE_MAX);
+  for (size_t i = 0; i < SHED_CHUNKS * per; i++)
+    KT_CHECK ((blk[i] = kame_pool_malloc (size)) != NULL);
   kame_pool_stats_t s1 = kt_pool_stats ();
-  KT_CHECK_EQ (s1.classes[k].chunks, SHED_CHUNKS);
+  KT_CHECK_EQ (s1.classes[row].chunks, SHED_CHUNKS);
   KT_CHECK_EQ (s1.abandoned_chunks, s0.abandoned_chunks);
   for (size_t c = 0; c < SHED_CHUNKS; c++)
     {
-      kame_pool_free (shed_blk[c * SHED_PER]);
-      shed_blk[c * SHED_PER] = NULL;
+      kame_pool_free (blk[c * per]);
+      blk[c * per] = NULL;
     }
-  kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK (s2.abandoned_chunks >= s0.abandoned_chunks + TAKEN);
+  *s2 = kt_pool_stats ();
+  KT_CHECK (s2->abandoned_chunks >= s0.abandoned_chunks + TAKEN);
+  *k = row;
+}
+
+/* The main thread sheds its chunks (fill_and_shed).  It then frees a
+   block of TAKEN of those: each free takes its chunk over, and the
+   thread keeps it as its own although it has a partial chunk of the
+   class, since it set the chunk up.  (The rule for other threads'
+   chunks would foster 8 of them and leave the others abandoned.)  */
+KT_TEST (a_thread_takes_back_the_chunks_it_shed)
+{
+  kame_pool_stats_t s2;
+  size_t k;
+  fill_and_shed (shed_blk, SHED_SIZE, SHED_PER, &k, &s2);
+  KT_CHECK (k != SIZE_MAX);
   /* Chunk 0 took the active chunk's place at the first free (which
      had no free block); the shed chunks are those after it.  */
   for (size_t c = 1; c <= TAKEN; c++)
@@ -181,32 +197,21 @@ lazy_free (void *arg)
   return NULL;
 }
 
-/* The main thread sheds its partial chunks of a class as in the test
-   above.  A thread that allocates nothing frees a block of TAKEN of
-   them, taking each over, and gives each back (it makes no refill
-   that would sweep a chunk it fostered): the shed chunks stay
-   abandoned, and the main thread's mallocs then fill the holes of all
-   its chunks, its own frees' and the other thread's, adopting the shed
-   chunks back, with no chunk more.  (When a thread that frees only
-   fostered up to 8 such chunks, they stayed away from the main thread,
-   whose frees into them waited there, and which claimed a chunk more
-   beside them, while the other thread lived.)  */
+/* The main thread sheds its chunks of a class (fill_and_shed).  A
+   thread that allocates nothing frees a block of TAKEN of them, taking
+   each over, and gives each back, since the main thread lives: the
+   shed chunks stay abandoned, and the main thread's mallocs then fill
+   the holes of all its chunks, its own frees' and the other thread's,
+   adopting the shed chunks back, with no chunk more.  (When the other
+   thread fostered up to 8 of them, they stayed away from the main
+   thread, whose frees into them waited there, and which claimed a
+   chunk more beside them, while the other thread lived.)  */
 KT_TEST (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them)
 {
-  kame_pool_stats_t s0 = kt_pool_stats ();
-  size_t k = unused_class (&s0, LAZY_SIZE);
+  kame_pool_stats_t s2;
+  size_t k;
+  fill_and_shed (lazy_blk, LAZY_SIZE, LAZY_PER, &k, &s2);
   KT_CHECK (k != SIZE_MAX);
-  for (size_t i = 0; i < SHED_CHUNKS * LAZY_PER; i++)
-    KT_CHECK ((lazy_blk[i] = kame_pool_malloc (LAZY_SIZE)) != NULL);
-  kame_pool_stats_t s1 = kt_pool_stats ();
-  KT_CHECK_EQ (s1.classes[k].chunks, SHED_CHUNKS);
-  for (size_t c = 0; c < SHED_CHUNKS; c++)
-    {
-      kame_pool_free (lazy_blk[c * LAZY_PER]);
-      lazy_blk[c * LAZY_PER] = NULL;
-    }
-  kame_pool_stats_t s2 = kt_pool_stats ();
-  KT_CHECK (s2.abandoned_chunks >= s0.abandoned_chunks + TAKEN);
   pthread_t t;
   KT_CHECK (pthread_barrier_init (&lazy_freed, NULL, 2) == 0);
   KT_CHECK (pthread_barrier_init (&lazy_done, NULL, 2) == 0);
@@ -232,6 +237,54 @@ KT_TEST (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them
     kame_pool_free (lazy_blk[i]);
 }
 
+/* A third class of its own: 63 blocks to a chunk of two units.  */
+#define GONE_SIZE ((size_t) 8256)
+#define GONE_PER ((size_t) (512 * 1024) / GONE_SIZE)
+
+static void *gone_blk[SHED_CHUNKS * GONE_PER];
+static size_t gone_class = SIZE_MAX;
+
+static void *
+shed_and_exit (void *arg)
+{
+  (void) arg;
+  kame_pool_stats_t s2;
+  fill_and_shed (gone_blk, GONE_SIZE, GONE_PER, &gone_class, &s2);
+  return gone_class == SIZE_MAX ? "the thread did not shed its chunks" : NULL;
+}
+
+/* A thread sheds its chunks (fill_and_shed) and exits, abandoning the
+   others.  The main thread, which has no chunk of the class, frees a
+   block of TAKEN of the shed ones: the thread that shed them is gone,
+   so the main thread fosters 8 of them, as any chunk an exited thread
+   left, and gives the others back.  (Had it given back every shed
+   chunk, none would be fostered.)  */
+KT_TEST (chunks_a_thread_shed_before_it_exited_are_fostered)
+{
+  /* The main thread takes its heap first (in a build that does not
+     replace malloc it may have none yet): the record that the other
+     thread gives back at its exit would go to the next thread that
+     takes one, and the chunks shed with it would be that thread's own
+     again.  */
+  kame_pool_free (kame_pool_malloc (16));
+  kt_in_a_thread (shed_and_exit);
+  KT_CHECK (gone_class != SIZE_MAX);
+  size_t k = gone_class;
+  kame_pool_stats_t s2 = kt_pool_stats ();
+  for (size_t c = 1; c <= TAKEN; c++)
+    {
+      kame_pool_free (gone_blk[c * GONE_PER + 1]);
+      gone_blk[c * GONE_PER + 1] = NULL;
+    }
+  kame_pool_stats_t s3 = kt_pool_stats ();
+  KT_CHECK_EQ (s2.abandoned_chunks - s3.abandoned_chunks, 8);
+  KT_CHECK_EQ (s3.classes[k].live_blocks,
+               SHED_CHUNKS * GONE_PER - SHED_CHUNKS - TAKEN);
+  for (size_t i = 0; i < SHED_CHUNKS * GONE_PER; i++)
+    kame_pool_free (gone_blk[i]);
+}
+
 KT_MAIN (KT_CASE (a_chunk_taken_over_beside_a_partial_one_is_released_when_emptied),
          KT_CASE (a_thread_takes_back_the_chunks_it_shed),
-         KT_CASE (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them))
+         KT_CASE (chunks_a_thread_shed_go_back_to_it_not_to_a_thread_that_frees_into_them),
+         KT_CASE (chunks_a_thread_shed_before_it_exited_are_fostered))

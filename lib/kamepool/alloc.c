@@ -217,9 +217,9 @@ kp_memalign (size_t align, size_t n)
 
 /* A thread that frees before it ever allocated gets its heap now
    (heap.c): its frees are then counted in it without a
-   read-modify-write, and it batches them.  Its batch is empty: the
-   long way, which also takes a heap that the init could not make (the
-   push of a lone block).  */
+   read-modify-write, it batches them, and it can foster the chunks it
+   takes over.  Its batch is empty: the long way, which also takes a
+   heap that the init could not make (the push of a lone block).  */
 void
 kp_free_remote_first (void *p, kp_chunk_t *c)
 {

@@ -1,13 +1,13 @@
-/* sizeclass.c -- the 79 fixed size classes and the size -> class tables.
+/* sizeclass.c -- the 89 fixed size classes and the size -> class tables.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
    16-byte steps up to 368, then 384, 448, 512, then four classes per
-   octave with a power of two at each octave boundary (eight from 4096
-   to 8192), and one more 64 bytes above each power of two from 512 to
-   16384.  Every class is a multiple of 16 and chunk data starts on a
+   octave with a power of two at each octave boundary (sixteen from
+   4096 to 8192, 256 bytes apart), one more 64 bytes above each power
+   of two from 512 to 16384, and one 16 bytes above 512 and 1024.  Every class is a multiple of 16 and chunk data starts on a
    256 KiB boundary, so a block's natural alignment is the lowest set
    bit of its class size: 4096, 8192, 16384 and 32768 are exact and
    page-aligned.  Above 368 bytes the internal waste is under 20 %.
@@ -16,14 +16,17 @@
    4160, 8256, 16448): a request of a power of two and a small header
    (a length word, a link, an allocator of the program's own on top of
    ours) is common, and the next class of the four per octave wasted a
-   fifth of it.  Why eight classes from 4096 to 8192: a page and a
+   fifth of it.  Why sixteen classes from 4096 to 8192: a page and a
    header larger than 64 bytes (a database's page cache: sqlite's 4368
-   bytes) took 5184.  Debian's sqlite3 on the workload of issue 36 held
-   167 MiB at its peak with the 69 classes and 146 MiB with these 79
-   (glibc, which fits each request exactly, 133.5 MiB).
+   bytes) took 5184 with four, 4672 with eight, and takes 4416.  Why 528 and 1040: a power of
+   two and a header of 8 or 16 bytes (sqlite adds 8 to every request;
+   1032 is its commonest size) took a tenth and a twentieth more in
+   576 and 1088.  Debian's sqlite3 on the workload of issue 36 held
+   167 MiB at its peak with 69 classes, 146 with 79 and 141 with these
+   89 (glibc, which fits each request to 16 bytes, 133.6 MiB).
 
    The other classes between 4 KiB and 32 KiB are odd multiples of 64
-   bytes (5184, not 5120; 4672, not 4608): the first lines of the
+   bytes (5184, not 5120; 4416, not 4352): the first lines of the
    blocks of a chunk, which malloc and free read and write, then fall
    at as many different offsets in a page as the chunk has blocks (up
    to 64), and so in as many sets of a cache indexed by the address,
@@ -47,10 +50,11 @@
 #define KP_CLASS_SIZES(X) \
   X (16) X (32) X (48) X (64) X (80) X (96) X (112) X (128) X (144) X (160) \
   X (176) X (192) X (208) X (224) X (240) X (256) X (272) X (288) X (304) \
-  X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (576) X (640) \
-  X (768) X (896) X (1024) X (1088) X (1280) X (1536) X (1792) X (2048) \
-  X (2112) X (2560) X (3072) X (3584) X (4096) X (4160) X (4672) X (5184) \
-  X (5696) X (6208) X (6720) X (7232) X (7744) X (8192) X (8256) X (10304) \
+  X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (528) X (576) X (640) \
+  X (768) X (896) X (1024) X (1040) X (1088) X (1280) X (1536) X (1792) X (2048) \
+  X (2112) X (2560) X (3072) X (3584) X (4096) X (4160) X (4416) X (4672) X (4928) \
+  X (5184) X (5440) X (5696) X (5952) X (6208) X (6464) X (6720) X (6976) \
+  X (7232) X (7488) X (7744) X (8000) X (8192) X (8256) X (10304) \
   X (12352) X (14400) X (16384) \
   X (16448) X (20544) X (24640) X (28736) X (32768) X (34816) \
   X (36864) X (39936) X (43008) X (47104) X (52224) X (57344) X (65536) \
@@ -80,10 +84,10 @@ const uint8_t kp_class_rbatch_limit[2][KP_NCLASS] = {
 const uint8_t kp_class_units[KP_NCLASS] = {
   1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
   1, 1, 1,
+  1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1,
   1, 1, 1, 1, 1,
-  1, 1, 1, 1, 1,
-  1, 1, 1, 1, 1,
-  1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
   2, 2, 2, 2, 2,
   4, 4, 4, 4, 4,
   4, 4, 4, 4, 4, 4, 4,

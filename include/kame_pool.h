@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* The newest layout of kame_pool_stats_t this header describes.  */
-#define KAME_POOL_STATS_VERSION 7u
+#define KAME_POOL_STATS_VERSION 8u
 /* Rows of kame_pool_stats_t.classes: at least the number of size
    classes; NCLASSES says how many are filled.  (Version 3 had 64 rows,
    and a caller of that version gets the first 64 classes.)  */
@@ -108,6 +108,9 @@ typedef struct kame_pool_stats
   size_t guard_slots_used;      /* of those, holding a live block */
   size_t guard_allocs;          /* guarded blocks allocated, ever */
   size_t guard_reports;         /* misuse of them reported, ever */
+  /* Version 8: loans of the large cache to the small chunks.  */
+  size_t lent_blocks;           /* cached blocks lent, ever */
+  size_t lent_bytes;            /* their bytes */
 } kame_pool_stats_t;
 
 extern KAME_POOL_API void *kame_pool_malloc (size_t size)

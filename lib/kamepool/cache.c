@@ -837,8 +837,22 @@ kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
   for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     h->cache.l1_seen[i] = kp_l1_get (h, i);
   h->cache.l1_seen_at = now;
+  h->cache.l1_seen_fresh = h->cache.fresh_units;
   h->cache.free_streak |= KP_STREAK_MARK;
   return pages + kp_l2_decay (now, delay, calls);
+}
+
+void
+kp_cache_lent (size_t *blocks, size_t *bytes)
+{
+  *blocks = *bytes = 0;
+  for (kp_heap_t *h = kp_heap_list (); h != NULL; h = h->pool_next)
+    {
+      *blocks += atomic_load_explicit (&h->cache.lent_blocks,
+                                       memory_order_relaxed);
+      *bytes += atomic_load_explicit (&h->cache.lent_bytes,
+                                      memory_order_relaxed);
+    }
 }
 
 size_t
@@ -850,15 +864,73 @@ kp_cache_bytes (void)
   return total;
 }
 
+/* Lend H's idle cached blocks to small chunks: release to the free
+   units, resident and for any small chunk to claim (KP_PAGES_LAZY_SMALL),
+   each dedicated chunk of H's first level that the last decay pass saw
+   there, with no large allocation by H since, when H has since claimed
+   at least as many units not resident for its small chunks as the
+   block has.  A program that grows its small blocks past a large one
+   it freed (a hash table grown by realloc leaves the old table) then
+   uses those pages instead of faulting in new ones, as it would in an
+   allocator that reuses a freed block's memory for any size; a block
+   that the next large request of its size would take waits first, and
+   the units no small chunk takes still serve a dedicated chunk
+   (kp_units_claim).  Mappings are not lent: they are not units.  True
+   when one was lent.  */
+static bool
+kp_cache_lend (kp_heap_t *h)
+{
+  if (!(h->cache.free_streak & KP_STREAK_MARK))
+    return false;
+  size_t fresh = h->cache.fresh_units - h->cache.l1_seen_fresh;
+  bool lent = false;
+  for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+    {
+      uintptr_t e = kp_l1_get (h, i);
+      if (e != 0 && e == h->cache.l1_seen[i] && !kp_entry_is_mapping (e)
+          && fresh >= kp_entry_bytes (e) >> KP_UNIT_SHIFT)
+        {
+          kp_l1_take (h, i);
+          h->cache.l1_seen[i] = 0;
+          kp_owner_add (&h->cache.lent_blocks, 1);
+          kp_owner_add (&h->cache.lent_bytes, kp_entry_bytes (e));
+          kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)),
+                            KP_PAGES_LAZY_SMALL);
+          lent = true;
+        }
+    }
+  if (lent)
+    kp_l1_room_update (h);
+  return lent;
+}
+
 /* A claim of UNITS units for a small chunk of class CLS or a dedicated
-   one (KP_CLS_DEDICATED); when none is left (the cap, or the kernel
-   refused a region), the cache is drained and the claim tried once
-   more.  Here, not in region.c, because the cache sits above the
-   regions.  */
+   one (KP_CLS_DEDICATED).  A small chunk that finds no resident run
+   has the thread's idle cached blocks lent (kp_cache_lend) and looks
+   again before it claims units not resident, which it counts for the
+   next loans.  When no unit is left (the cap, or the kernel refused a
+   region), the cache is drained and the claim tried once more.  Here,
+   not in region.c, because the cache sits above the regions.  */
 kp_chunk_t *
 kp_units_claim_retry (unsigned units, unsigned cls)
 {
-  kp_chunk_t *c = kp_units_claim (units, cls);
+  kp_chunk_t *c = NULL;
+  if (cls != KP_CLS_DEDICATED)
+    {
+      c = kp_units_claim_resident (units, cls);
+      kp_heap_t *h = kp_cache_heap ();
+      if (c == NULL && h != NULL)
+        {
+          if (h->cache.l1_top != 0 && kp_cache_lend (h))
+            c = kp_units_claim_resident (units, cls);
+          if (c == NULL)
+            h->cache.fresh_units += units;
+        }
+      if (c == NULL)
+        c = kp_units_claim_any (units, cls);
+    }
+  else
+    c = kp_units_claim (units, cls);
   if (kp_unlikely (c == NULL) && kp_cache_drain ())
     c = kp_units_claim (units, cls);
   return c;

@@ -150,6 +150,7 @@
 #define KP_SHARED_SLOT_CAP ((size_t) 4 << 20)
 #define KP_SHARED_SLOT_MAX 16
 #define KP_CLS_DEDICATED 255    /* kp_units_claim's class of a dedicated chunk */
+#define KP_CLS_ANY 254          /* any small class's (region.c) */
 #define KP_LUT_SIZE ((KP_LUT_MAX >> 4) + 1)
 #define KP_MID_LUT_SIZE ((KP_SMALL_MAX >> 10) - (KP_LUT_MAX >> 10))
 #define KP_PAGE 4096                            /* metadata page granularity */
@@ -572,12 +573,12 @@ typedef struct kp_region
      stay.  */
   uint8_t rpages[KP_UNITS];
   /* The class of the small chunk that last released unit u keeping its
-     pages, KP_CLS_DEDICATED for a dedicated chunk: written by that
-     releaser (relaxed, before its release fetch_and), read relaxed by
-     the claim of a small chunk among the dirty units, which takes a
-     unit its own class left first and never one a dedicated chunk
-     left, leaving those runs whole to dedicated chunks
-     (kp_units_claim).  A hint: a stale value only moves a chunk to
+     pages, KP_CLS_DEDICATED for a dedicated chunk, KP_CLS_ANY for a
+     cached block lent to small chunks: written by that releaser
+     (relaxed, before its release fetch_and), read relaxed by the claim
+     of a small chunk among the dirty units, which takes a unit its own
+     class left first and never one a dedicated chunk left, leaving
+     those runs whole to dedicated chunks (kp_units_claim_resident).  A hint: a stale value only moves a chunk to
      other units.  */
   _Atomic (uint8_t) rcls[KP_UNITS];
   /* The decay clock (kp_clock_ms) when unit u was last released
@@ -671,6 +672,14 @@ typedef struct kp_heap_cache
      KP_STREAK_MARK in free_streak.  */
   uintptr_t l1_seen[KP_L1_SLOTS];
   uint32_t l1_seen_at;
+  /* Owner-only: the units this thread claimed for small chunks with
+     their pages not resident, ever (kp_units_claim_retry), and that
+     count at the last decay pass (kp_cache_lend).  */
+  size_t fresh_units, l1_seen_fresh;
+  /* The blocks of the first level lent to small chunks, ever, and
+     their bytes (kp_cache_lend): owner-only counters (kp_owner_add),
+     read relaxed by kame_pool_get_stats.  */
+  _Atomic (size_t) lent_blocks, lent_bytes;
 } kp_heap_cache_t;
 
 /* The top bit of a heap's free_streak: set by the owner's decay pass,
@@ -1404,11 +1413,17 @@ enum kp_release_pages
   KP_PAGES_KEEP,                /* keep them resident */
   KP_PAGES_LAZY,                /* keep them while the dirty budget allows */
   KP_PAGES_LAZY_LARGE,          /* same, with the large tier's budget */
+  KP_PAGES_LAZY_SMALL,          /* LAZY, and any small chunk may take them
+                                   (a cached block lent, kp_cache_lend) */
   KP_PAGES_DISCARD              /* return them to the kernel now */
 };
 /* Claim UNITS units for a small chunk of class CLS, or a dedicated
-   chunk (CLS is KP_CLS_DEDICATED).  */
+   chunk (CLS is KP_CLS_DEDICATED): resident ones first.  The same in
+   two steps: only units whose pages are all resident (small chunks),
+   and units anywhere.  */
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, unsigned cls);
+KP_HIDDEN kp_chunk_t *kp_units_claim_resident (unsigned units, unsigned cls);
+KP_HIDDEN kp_chunk_t *kp_units_claim_any (unsigned units, unsigned cls);
 KP_HIDDEN void kp_units_purge_dirty (void);
 /* The decay of the free units kept resident: at most every DELAY / 4
    ms (KP_DECAY_STEPS), those that have stayed free and resident for
@@ -1951,8 +1966,10 @@ kp_l1_take (kp_heap_t *h, unsigned i)
 /* Release what the calling thread's cache and the global cache hold;
    true when anything was released.  */
 KP_HIDDEN bool kp_cache_drain (void);
-/* Out of units (the cap, or the kernel refused a region): drain the
-   large cache and claim once more.  */
+/* kp_units_claim, which for a small chunk lends the thread's idle
+   cached blocks to small chunks before it claims units not resident
+   (kp_cache_lend); out of units (the cap, or the kernel refused a
+   region), it drains the large cache and claims once more.  */
 KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, unsigned cls);
 KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
@@ -1965,6 +1982,8 @@ KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);
 KP_HIDDEN size_t kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay,
                                  size_t *calls);
 KP_HIDDEN size_t kp_cache_bytes (void);
+/* The cached blocks lent to small chunks ever, and their bytes.  */
+KP_HIDDEN void kp_cache_lent (size_t *blocks, size_t *bytes);
 /* A cached dedicated chunk of exactly UNITS units, kind DEDICATED
    again, or NULL.  */
 KP_HIDDEN kp_chunk_t *kp_cache_take_chunk (unsigned units);

@@ -134,9 +134,6 @@ kp_footprint_peak_bytes (void)
    pages in again.  Relaxed, read by the statistics.  */
 static _Atomic (size_t) kp_refault_units;
 
-/* kp_region_try_claim's CLS when any class's units do.  */
-#define KP_CLS_ANY 254
-
 /* Releases and purges of units that gave pages back to the kernel
    (kp_units_release, kp_units_purge_where).  Relaxed, read by
    kame_pool_trim only.  */
@@ -539,41 +536,43 @@ found:
   return kp_claim_won (best_r, best_w * 64 + best_k, units, run << best_k);
 }
 
-/* Claim a run of UNITS (1..KP_MAX_UNITS) units, for a dedicated chunk
-   when LARGE: first a run whose pages are still resident, when there
-   are enough such units, so that no page faults in again; then from a
-   region of the calling thread's node, else from a new region of that
-   node, so that a thread's memory stays on its node.  Only when no
-   region can be mapped (the cap, or no memory) do the other nodes'
-   regions serve.  When a crowd of threads swarms a fresh region and
-   takes it all, a thread maps another and retries instead of failing.
-   NULL only when the cap is reached or the kernel refuses memory, and
-   no node has a free run.  */
+/* The run all resident at its stride that a small chunk of class CLS
+   claims before any other: one that a small chunk of its class left,
+   else one that any small chunk left or a cached block lent to them
+   (KP_PAGES_LAZY_SMALL); NULL when there is none.  Not a dedicated
+   chunk's run: that would cut up the run that the next dedicated
+   chunk of that size could have had whole.  Its own class's chunk
+   carved about as far as it will, so neither faults pages in nor
+   leaves resident pages unused past its last block.  */
 kp_chunk_t *
-kp_units_claim (unsigned units, unsigned cls)
+kp_units_claim_resident (unsigned units, unsigned cls)
+{
+  KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS && cls < KP_NCLASS);
+  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) == 0)
+    return NULL;
+  unsigned home = kp_numa_thread_node ();
+  kp_chunk_t *c = kp_node_try_claim (home, units, false, true, cls);
+  if (c == NULL)
+    c = kp_node_try_claim (home, units, false, true, KP_CLS_ANY);
+  return c;
+}
+
+/* Claim a run of UNITS (1..KP_MAX_UNITS) units for a small chunk of
+   class CLS or a dedicated chunk (KP_CLS_DEDICATED) from free units
+   wherever their pages are: from a region of the calling thread's
+   node, else from a new region of that node, so that a thread's memory
+   stays on its node.  Only when no region can be mapped (the cap, or
+   no memory) do the other nodes' regions serve.  When a crowd of
+   threads swarms a fresh region and takes it all, a thread maps
+   another and retries instead of failing.  NULL only when the cap is
+   reached or the kernel refuses memory, and no node has a free
+   run.  */
+kp_chunk_t *
+kp_units_claim_any (unsigned units, unsigned cls)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
   bool large = cls == KP_CLS_DEDICATED;
   unsigned home = kp_numa_thread_node ();
-  if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) != 0)
-    {
-      /* A dedicated chunk takes the run with the most resident units,
-         since every other unit of it faults in anew.  A small chunk
-         takes a run all resident at its stride that a small chunk of
-         its class left, else one any small chunk left: taking a
-         dedicated chunk's would cut up the run that the next dedicated
-         chunk of that size could have had whole.  Its own class's
-         chunk carved about as far as it will, so neither faults pages
-         in nor leaves resident pages unused past its last block.  */
-      kp_chunk_t *c;
-      if (large)
-        c = kp_node_claim_most_dirty (home, units);
-      else if ((c = kp_node_try_claim (home, units, false, true, cls))
-               == NULL)
-        c = kp_node_try_claim (home, units, false, true, KP_CLS_ANY);
-      if (c != NULL)
-        return c;
-    }
   for (;;)
     {
       kp_chunk_t *c = kp_node_try_claim (home, units, large, false,
@@ -590,6 +589,24 @@ kp_units_claim (unsigned units, unsigned cls)
           return c;
       return NULL;
     }
+}
+
+/* Claim a run of UNITS units for a small chunk of class CLS or a
+   dedicated chunk (KP_CLS_DEDICATED): first a run whose pages are
+   still resident, so that no page faults in again (a dedicated chunk
+   the run with the most resident units, since every other unit of it
+   faults in anew; a small chunk kp_units_claim_resident's), then
+   kp_units_claim_any's.  */
+kp_chunk_t *
+kp_units_claim (unsigned units, unsigned cls)
+{
+  kp_chunk_t *c;
+  if (cls != KP_CLS_DEDICATED)
+    c = kp_units_claim_resident (units, cls);
+  else
+    c = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) != 0
+        ? kp_node_claim_most_dirty (kp_numa_thread_node (), units) : NULL;
+  return c != NULL ? c : kp_units_claim_any (units, cls);
 }
 
 /* Extend chunk C, which the caller holds exclusively (the block of a
@@ -822,7 +839,7 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
         }
       bytes <<= sh;
     }
-  if (pages == KP_PAGES_LAZY || pages == KP_PAGES_LAZY_LARGE)
+  if (pages != KP_PAGES_KEEP && pages != KP_PAGES_DISCARD)
     {
       /* The large tier's budget is the large cache's cap: freed
          dedicated chunks past the thread's first-level cache come
@@ -856,6 +873,7 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
       memcpy (&r->rpages[base], kept, units);
       uint8_t cls = kind == KP_KIND_SMALL
                     ? atomic_load_explicit (&c->cls, memory_order_relaxed)
+                    : pages == KP_PAGES_LAZY_SMALL ? KP_CLS_ANY
                     : KP_CLS_DEDICATED;
       for (unsigned i = 0; i < units; i++)
         atomic_store_explicit (&r->rcls[base + i], cls,

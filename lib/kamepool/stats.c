@@ -319,6 +319,9 @@ kame_pool_get_stats (kame_pool_stats_t *s)
     return;
   kp_guard_stats (&s->guard_slots, &s->guard_slots_used, &s->guard_allocs,
                   &s->guard_reports);
+  if (want < 8)
+    return;
+  kp_cache_lent (&s->lent_blocks, &s->lent_bytes);
 }
 
 size_t
@@ -366,9 +369,11 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
   kp_line_add (l, buf);
   snprintf (buf, sizeof buf,
             "kamepool: given back: %zu pages in %zu madvise calls ever; "
-            "free units reused after that: %zu; background purge: %zu "
+            "free units reused after that: %zu; cached blocks lent to "
+            "small chunks: %zu (%zu KiB); background purge: %zu "
             "passes, %zu pages, started %zu times, %s\n",
             s->discard_pages, s->discard_calls, s->refault_units,
+            s->lent_blocks, s->lent_bytes >> 10,
             s->background_passes, s->background_pages, s->background_starts,
             s->background_running ? "running" : "not running");
   kp_line_add (l, buf);
@@ -474,6 +479,8 @@ kp_stats_json (kp_line_t *l, const kame_pool_stats_t *s)
   KP_JSON (guard_slots_used);
   KP_JSON (guard_allocs);
   KP_JSON (guard_reports);
+  KP_JSON (lent_blocks);
+  KP_JSON (lent_bytes);
   KP_JSON (nclasses);
 #undef KP_JSON
   kp_line_add (l, ", \"tls_model\": \"" KP_TLS_MODEL_NAME "\", \"classes\": [");

@@ -197,7 +197,10 @@ KT_TEST (decay_gives_back_the_pages_with_no_live_block)
    large cache.  A decay pass notes it; a later pass that finds it not
    taken in between gives it back to the kernel.  */
 
-#define BIG ((size_t) 512 * 1024)       /* a dedicated chunk of 2 units */
+/* A dedicated chunk of 16 units: more than the thread's small chunks
+   claim between two passes (8 of one unit), so that they never borrow
+   it (kp_cache_lend); the decay alone takes it.  */
+#define BIG ((size_t) 4 << 20)
 
 /* Make PASSES decay passes on the calling thread: a pass runs every
    8th time a refill finds its active chunk dry (and, with the delay

@@ -33,14 +33,14 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
   KT_CHECK (p != NULL);
   kame_pool_get_stats (NULL);
 
-  for (unsigned v = 0; v <= 7; v++)
+  for (unsigned v = 0; v <= 8; v++)
     {
       kame_pool_stats_t s;
       memset (&s, 0xab, sizeof s);
       s.version = v;
       kame_pool_get_stats (&s);
       KT_CHECK_EQ (s.version, v);
-      KT_CHECK_EQ (s.version_supported, 7);
+      KT_CHECK_EQ (s.version_supported, 8);
       if (v == 0)
         {
           KT_CHECK_EQ (s.regions_populated, UNTOUCHED);
@@ -137,6 +137,17 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
           KT_CHECK_EQ (s.prof_table_bytes, 0);
           KT_CHECK_EQ (s.prof_shortened, 0);
           KT_CHECK_EQ (s.prof_dropped, 0);
+        }
+      if (v < 8)
+        {
+          KT_CHECK_EQ (s.lent_blocks, UNTOUCHED);
+          KT_CHECK_EQ (s.lent_bytes, UNTOUCHED);
+        }
+      else
+        {
+          /* No large block here, so no loan.  */
+          KT_CHECK_EQ (s.lent_blocks, 0);
+          KT_CHECK_EQ (s.lent_bytes, 0);
         }
     }
   kame_pool_free (p);

@@ -914,23 +914,21 @@ kp_cache_lend (kp_heap_t *h)
 kp_chunk_t *
 kp_units_claim_retry (unsigned units, unsigned cls)
 {
-  kp_chunk_t *c = NULL;
-  if (cls != KP_CLS_DEDICATED)
-    {
-      c = kp_units_claim_resident (units, cls);
-      kp_heap_t *h = kp_cache_heap ();
-      if (c == NULL && h != NULL)
-        {
-          if (h->cache.l1_top != 0 && kp_cache_lend (h))
-            c = kp_units_claim_resident (units, cls);
-          if (c == NULL)
-            h->cache.fresh_units += units;
-        }
-      if (c == NULL)
-        c = kp_units_claim_any (units, cls);
-    }
-  else
+  kp_chunk_t *c;
+  if (cls == KP_CLS_DEDICATED)
     c = kp_units_claim (units, cls);
+  else if ((c = kp_units_claim_resident (units, cls)) == NULL)
+    {
+      kp_heap_t *h = kp_cache_heap ();
+      if (h != NULL && h->cache.l1_top != 0 && kp_cache_lend (h))
+        c = kp_units_claim_resident (units, cls);
+      if (c == NULL)
+        {
+          if (h != NULL)
+            h->cache.fresh_units += units;
+          c = kp_units_claim_any (units, cls);
+        }
+    }
   if (kp_unlikely (c == NULL) && kp_cache_drain ())
     c = kp_units_claim (units, cls);
   return c;

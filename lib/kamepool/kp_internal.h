@@ -578,8 +578,8 @@ typedef struct kp_region
      (relaxed, before its release fetch_and), read relaxed by the claim
      of a small chunk among the dirty units, which takes a unit its own
      class left first and never one a dedicated chunk left, leaving
-     those runs whole to dedicated chunks (kp_units_claim_resident).  A hint: a stale value only moves a chunk to
-     other units.  */
+     those runs whole to dedicated chunks (kp_units_claim_resident).
+     A hint: a stale value only moves a chunk to other units.  */
   _Atomic (uint8_t) rcls[KP_UNITS];
   /* The decay clock (kp_clock_ms) when unit u was last released
      keeping its pages: written by that releaser (relaxed, before its

@@ -20,7 +20,7 @@
 #define UNIT (256 * KIB)
 #define FIRST_MID 68            /* kt_classes[68] = 34816 */
 
-/* Every mid class: the first class above 32768 is row 60, the blocks of
+/* Every mid class: the first class above 32768 is row 68, the blocks of
    one new chunk are 1 MiB / M of them, at multiples of the class from
    the chunk's unit-aligned base, each aligned to the class's lowest set
    bit, and one more block starts a second chunk.  (A class whose chunk

@@ -1,9 +1,9 @@
 /* lend.c -- kamepool.large tests of the loans of cached blocks to small
    chunks (kp_cache_lend): a block of 1 MiB that waits in the thread's
    large cache while the thread's small blocks grow past it is lent to
-   them, and its units hold the next small chunks, with no page faulted
-   in anew; a block that the thread takes back between its small
-   chunks stays cached.
+   them, and its units, whose pages it wrote, hold the next small
+   chunks; a block that the thread takes back between its small chunks
+   stays cached.
    The decay runs its passes every 100 ms (half its delay); the
    background purge, which would tick the free units, is off; guarded
    sampling is off: these tests assert where the pool places blocks,

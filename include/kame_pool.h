@@ -166,10 +166,13 @@ extern KAME_POOL_API int kame_pool_trim (size_t pad);
 extern KAME_POOL_API int kame_pool_prof_dump (const char *path);
 
 /* Transparent-hugepage advice for the data of the pool's regions:
-   leave it to the kernel's mode, MADV_HUGEPAGE, or MADV_NOHUGEPAGE.  */
+   leave it to the kernel's mode, MADV_HUGEPAGE, MADV_NOHUGEPAGE, or
+   MADV_HUGEPAGE on the 2 MiB groups of the small blocks of the classes
+   a thread fills densely (see kame_pool_set_thp_policy(3)).  */
 #define KAME_POOL_THP_SYSTEM 0
 #define KAME_POOL_THP_ALWAYS 1
 #define KAME_POOL_THP_NEVER 2
+#define KAME_POOL_THP_SMALL 3
 /* The names before 0.1.0, kept for the programs that use them.  */
 #define KAME_THP_SYSTEM KAME_POOL_THP_SYSTEM
 #define KAME_THP_ALWAYS KAME_POOL_THP_ALWAYS

@@ -909,10 +909,13 @@ kp_cache_lend (kp_heap_t *h)
    has the thread's idle cached blocks lent (kp_cache_lend) and looks
    again before it claims units not resident, which it counts for the
    next loans.  When no unit is left (the cap, or the kernel refused a
-   region), the cache is drained and the claim tried once more.  Here,
-   not in region.c, because the cache sits above the regions.  */
+   region), the cache is drained and the claim tried once more.  A
+   small chunk of a class that the thread fills densely (DENSE) claims
+   its units not resident in a small chunks' group when the huge page
+   policy is KAME_POOL_THP_SMALL (kp_units_claim_any).  Here, not in
+   region.c, because the cache sits above the regions.  */
 kp_chunk_t *
-kp_units_claim_retry (unsigned units, unsigned cls)
+kp_units_claim_retry (unsigned units, unsigned cls, bool dense)
 {
   kp_chunk_t *c;
   if (cls == KP_CLS_DEDICATED)
@@ -926,7 +929,7 @@ kp_units_claim_retry (unsigned units, unsigned cls)
         {
           if (h != NULL)
             h->cache.fresh_units += units;
-          c = kp_units_claim_any (units, cls);
+          c = kp_units_claim_any (units, cls, dense);
         }
     }
   if (kp_unlikely (c == NULL) && kp_cache_drain ())

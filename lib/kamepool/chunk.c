@@ -85,6 +85,7 @@ kp_chunk_setup (kp_chunk_t *c, enum kp_chunk_kind kind, unsigned cls,
   atomic_store_explicit (&c->block_size, size, memory_order_relaxed);
   atomic_store_explicit (&c->cls, (uint8_t) cls, memory_order_relaxed);
   atomic_store_explicit (&c->units, (uint8_t) units, memory_order_relaxed);
+  c->group_tail = kind == KP_KIND_SMALL && kp_units_in_group (c);
   atomic_store_explicit (&c->xthread_free, KP_TF_OWNED, memory_order_relaxed);
   atomic_store_explicit (&c->owner, h, memory_order_relaxed);
   atomic_store_explicit (&c->kind, kind, memory_order_relaxed);
@@ -574,6 +575,33 @@ kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
   return false;
 }
 
+/* Give back the pages past the bump pointer of C, owned by the calling
+   thread, when C was set up in a small chunks' group (GROUP_TAIL), once:
+   they came in with the group's huge page, where a chunk on 4 KiB
+   pages faults in only the pages it carves.  Carving faults them in
+   again, one at a time (the group is split).  The pages given back;
+   *CALLS counts the call.  */
+static size_t
+kp_chunk_tail_give (kp_chunk_t *c, size_t *calls)
+{
+  if (!c->group_tail)
+    return 0;
+  unsigned sh = kp_page_shift ();
+  char *data = kp_chunk_data (c);
+  uintptr_t pg = ((uintptr_t) 1 << sh) - 1;
+  char *from = (char *) (((uintptr_t) c->bump + pg) & ~pg);
+  char *end = data + ((size_t) atomic_load_explicit (&c->units,
+                                                     memory_order_relaxed)
+                      << KP_UNIT_SHIFT);
+  c->group_tail = false;
+  if (from >= end)
+    return 0;
+  kp_group_split (kp_region_of (c), kp_chunk_base_unit (c));
+  kp_os_discard (from, (size_t) (end - from));
+  ++*calls;
+  return (size_t) (end - from) >> sh;
+}
+
 /* The decay: give back to the kernel every page below C's bump pointer
    that no live block touches, and take the blocks that start in those
    pages off the free list (kp_chunk_carve links them again when the
@@ -588,12 +616,13 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
   unsigned sh = kp_page_shift ();
   size_t size = atomic_load_explicit (&c->block_size, memory_order_relaxed);
   char *data = kp_chunk_data (c);
+  size_t tail = kp_chunk_tail_give (c, calls);
   size_t carved = (size_t) (c->bump - data) / size;
   size_t npages = (size_t) (c->bump - data) >> sh;
   if (npages == 0
       || carved - kp_chunk_used (c) < ((size_t) 1 << sh) / size + 1
       || npages > KP_PURGE_WORDS * 64 || carved > KP_PURGE_MAX_BLOCKS)
-    return 0;
+    return tail;
   uint64_t freemap[KP_PURGE_MAX_BLOCKS / 64];
   kp_chunk_map_free (c, freemap);
   /* A page is busy when a live block overlaps it.  A block that starts
@@ -623,6 +652,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
         }
       if (runlen == 0)
         continue;
+      kp_group_split (kp_region_of (c), kp_chunk_base_unit (c));
       kp_os_discard (data + (run << sh), runlen << sh);
       ++*calls;
       for (size_t r = run; r < run + runlen; r++)
@@ -633,7 +663,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
       runlen = 0;
     }
   if (given == 0)
-    return 0;
+    return tail;
   /* The free list again, in address order, without the blocks that
      start in a page given back.  */
   kp_block_t *head = NULL;
@@ -646,7 +676,7 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
         head = b;
       }
   c->free = head;
-  return given;
+  return given + tail;
 }
 
 static void
@@ -934,6 +964,24 @@ kp_chunk_shed (kp_heap_t *h, unsigned cls)
       c->shed = true;
       c->orig_heap = h;
       kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
+    }
+  /* The chunks that stay may hold pages past their bump pointer that a
+     huge page brought in: those of the class, and at the first shed of
+     a streak those of every class, whose frees may never shed.  */
+  size_t calls = 0, pages = 0;
+  for (unsigned k = 0; k < KP_NCLASS; k++)
+    {
+      if (k != cls && h->unfull_streak != KP_SHED_STREAK + 1)
+        continue;
+      if (h->partial[k].tail != NULL)
+        pages += kp_chunk_tail_give (h->partial[k].tail, &calls);
+      if (kp_tc.active[k] != &kp_empty_chunk)
+        pages += kp_chunk_tail_give (kp_tc.active[k], &calls);
+    }
+  if (calls != 0)
+    {
+      kp_owner_add (&h->purge_calls, calls);
+      kp_owner_add (&h->purge_pages, pages);
     }
   if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
       == KP_PURGE_NONE)

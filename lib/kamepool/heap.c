@@ -335,7 +335,8 @@ kp_malloc_refill_chunk (unsigned cls, size_t n)
   if (c == NULL)
     {
       unsigned units = kp_class_units[cls];
-      c = kp_units_claim_retry (units, cls);
+      c = kp_units_claim_retry (units, cls,
+                                h->full_count[cls] >= KP_HUGE_DENSE);
       /* At the cap or out of address space, a class of big blocks
          makes do with a shorter chunk, down to one block: the runs of
          free units left at the ends of the regions are used up.  */

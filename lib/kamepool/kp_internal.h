@@ -129,6 +129,13 @@
    advice on, the decay gives free units back only as whole ones
    (region.c).  */
 #define KP_HUGE_UNITS 8
+/* With KAME_POOL_THP_SMALL, a thread's new chunk of a class goes to a
+   small chunks' group once the thread has this many full chunks of the
+   class (heap.c): 2 MiB of blocks of that class in use at least, a
+   class it fills densely.  Fewer would give a huge page to the chunks
+   of classes that carve a few pages each (bench/README, issue 36,
+   ninth sitting).  */
+#define KP_HUGE_DENSE 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
@@ -489,6 +496,11 @@ typedef struct kp_chunk
      kp_chunk_setup and by the class's lock holder (shared.c), read
      relaxed by kp_shared_free without the lock.  */
   _Atomic (uint64_t) shared_magic;
+  /* Line 3 (byte 192).  SMALL: set up in a small chunks' group
+     (kp_units_in_group), so that its pages past BUMP came in with the
+     huge page; cleared when the owner gives them back
+     (kp_chunk_tail_give).  Owner-private.  */
+  _Alignas (64) bool group_tail;
 } kp_chunk_t;
 _Static_assert (sizeof (kp_chunk_t) == 256, "kp_free_pool scales by 256");
 _Static_assert (offsetof (kp_chunk_t, shed) < 64
@@ -588,6 +600,15 @@ typedef struct kp_region
      (kp_units_decay); the decay claims the unit before it discards,
      so a stale value only delays or hastens one purge.  */
   _Atomic (uint32_t) freed_at[KP_UNITS];
+  /* With KAME_POOL_THP_SMALL, the units of the small chunks' groups
+     (region.c, kp_node_claim_huge): eight bits at a time, one group
+     of KP_HUGE_UNITS units advised MADV_HUGEPAGE.  Set by the group's
+     starter (relaxed fetch_or, while it holds the group's claim bits),
+     cleared by whoever splits it (relaxed fetch_and, kp_group_split);
+     read relaxed by the claims, the purge and the chunk setup: a hint,
+     whose stale value only places a chunk or a purge elsewhere.  At
+     the end, so that the offsets of the fields before stay.  */
+  _Atomic (uint64_t) huge[KP_CLAIM_WORDS];
 } kp_region_t;
 
 /* The batch of remote frees (chunk.c): a thread's frees into chunks
@@ -1422,8 +1443,13 @@ enum kp_release_pages
    two steps: only units whose pages are all resident (small chunks),
    and units anywhere.  */
 KP_HIDDEN kp_chunk_t *kp_units_claim (unsigned units, unsigned cls);
+KP_HIDDEN bool kp_units_in_group (const kp_chunk_t *c);
+KP_HIDDEN void kp_group_split (kp_region_t *r, unsigned u);
+KP_HIDDEN size_t kp_groups_started (void);
+KP_HIDDEN size_t kp_groups_split (void);
 KP_HIDDEN kp_chunk_t *kp_units_claim_resident (unsigned units, unsigned cls);
-KP_HIDDEN kp_chunk_t *kp_units_claim_any (unsigned units, unsigned cls);
+KP_HIDDEN kp_chunk_t *kp_units_claim_any (unsigned units, unsigned cls,
+                                          bool dense);
 KP_HIDDEN void kp_units_purge_dirty (void);
 /* The decay of the free units kept resident: at most every DELAY / 4
    ms (KP_DECAY_STEPS), those that have stayed free and resident for
@@ -1969,8 +1995,11 @@ KP_HIDDEN bool kp_cache_drain (void);
 /* kp_units_claim, which for a small chunk lends the thread's idle
    cached blocks to small chunks before it claims units not resident
    (kp_cache_lend); out of units (the cap, or the kernel refused a
-   region), it drains the large cache and claims once more.  */
-KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, unsigned cls);
+   region), it drains the large cache and claims once more.  DENSE: a
+   small chunk of a class its thread fills densely, for a small chunks'
+   group (kp_units_claim_any).  */
+KP_HIDDEN kp_chunk_t *kp_units_claim_retry (unsigned units, unsigned cls,
+                                            bool dense);
 KP_HIDDEN void kp_cache_note_alloc (size_t bytes);
 KP_HIDDEN bool kp_cache_tearing_down (void);
 KP_HIDDEN void kp_cache_thread_exit (kp_heap_t *h);

@@ -121,7 +121,7 @@ kp_dedicated_alloc (size_t n)
   kp_chunk_t *c = kp_cache_take_chunk (units);
   if (c == NULL)
     {
-      c = kp_units_claim_retry (units, KP_CLS_DEDICATED);
+      c = kp_units_claim_retry (units, KP_CLS_DEDICATED, false);
       if (c == NULL)
         return NULL;
       c->used = 1;

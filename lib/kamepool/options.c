@@ -111,7 +111,7 @@ static const kp_option_word_t kp_format_words[] =
 static const kp_option_word_t kp_thp_words[] =
   {
     { "always", KAME_POOL_THP_ALWAYS }, { "system", KAME_POOL_THP_SYSTEM },
-    { "never", KAME_POOL_THP_NEVER },
+    { "never", KAME_POOL_THP_NEVER }, { "small", KAME_POOL_THP_SMALL },
     { "1", KAME_POOL_THP_ALWAYS }, { "yes", KAME_POOL_THP_ALWAYS },
     { "true", KAME_POOL_THP_ALWAYS }, { "on", KAME_POOL_THP_ALWAYS },
     { "0", KAME_POOL_THP_SYSTEM }, { "no", KAME_POOL_THP_SYSTEM },
@@ -177,7 +177,7 @@ static const kp_option_t kp_option_table[] =
     { "thread_exit_reclaim", "KAME_POOL_THREAD_EXIT_RECLAIM", KP_OPT_SWITCH,
       &kp_thread_exit_reclaim, ENV_FLAG_FORMS, NULL, 1, 0, false },
     { "hugepage", "KAME_POOL_HUGEPAGE", KP_OPT_INT, &kp_thp_env,
-      "always, system, never, or " ENV_FLAG_FORMS,
+      "always, small, system, never, or " ENV_FLAG_FORMS,
       kp_thp_words, 1, 0, true },
     { "numa", "KAME_POOL_NUMA", KP_OPT_INT, &kp_numa_mode,
       "auto, off or on", kp_numa_words, 1, 0, false },

@@ -6,7 +6,9 @@
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.
 
-   The advice covers units 1..127 of a region, never unit 0: the
+   KAME_POOL_THP_SMALL advises no region: the small chunks' groups are
+   advised one at a time as they start (region.c, kp_node_claim_huge).
+   The advice of a region covers units 1..127, never unit 0: the
    metadata is touched a few pages at a time, and a 2 MiB page there
    would make every region cost 2 MiB of memory however little it
    serves.  Linux has no call that withdraws MADV_HUGEPAGE or
@@ -35,7 +37,7 @@ static bool
 kp_thp_valid (int policy)
 {
   return policy == KAME_POOL_THP_SYSTEM || policy == KAME_POOL_THP_ALWAYS
-         || policy == KAME_POOL_THP_NEVER;
+         || policy == KAME_POOL_THP_NEVER || policy == KAME_POOL_THP_SMALL;
 }
 
 int
@@ -54,14 +56,14 @@ kp_thp_policy_now (void)
 }
 
 /* Advise the data units of R for POLICY (nothing for
-   KAME_POOL_THP_SYSTEM).  A kernel without transparent huge pages
-   refuses the advice, which changes nothing, so a refusal is
-   ignored.  */
+   KAME_POOL_THP_SYSTEM and KAME_POOL_THP_SMALL).  A kernel without
+   transparent huge pages refuses the advice, which changes nothing, so
+   a refusal is ignored.  */
 void
 kp_thp_advise_region (kp_region_t *r, int policy)
 {
 #if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
-  if (policy == KAME_POOL_THP_SYSTEM)
+  if (policy == KAME_POOL_THP_SYSTEM || policy == KAME_POOL_THP_SMALL)
     return;
   int saved = errno;
   madvise ((char *) r + KP_UNIT_SIZE, KP_REGION_SIZE - KP_UNIT_SIZE,

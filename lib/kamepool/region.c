@@ -176,11 +176,70 @@ kp_run_mask (unsigned units)
   return units >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << units) - 1);
 }
 
+/* Groups made small chunks' groups, and groups split, ever (the
+   report); relaxed statistics.  */
+static _Atomic (size_t) kp_group_count;
+static _Atomic (size_t) kp_group_splits;
+
+size_t
+kp_groups_started (void)
+{
+  return atomic_load_explicit (&kp_group_count, memory_order_relaxed);
+}
+
+size_t
+kp_groups_split (void)
+{
+  return atomic_load_explicit (&kp_group_splits, memory_order_relaxed);
+}
+
+/* madvise ADVICE on the group of KP_HUGE_UNITS units at unit FIRST of
+   R; a kernel without transparent huge pages refuses, which changes
+   nothing.  */
+static void
+kp_group_advise (kp_region_t *r, unsigned first, int advice)
+{
+  int saved = errno;
+  madvise ((char *) r + ((size_t) first << KP_UNIT_SHIFT),
+           (size_t) KP_HUGE_UNITS << KP_UNIT_SHIFT, advice);
+  errno = saved;
+}
+#if !(HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE)
+# define MADV_HUGEPAGE 0        /* never used: no group starts */
+# define MADV_NOHUGEPAGE 0
+#endif
+
+/* With KAME_POOL_THP_SMALL, part of the huge group (KP_HUGE_UNITS
+   units, 2 MiB) of unit U of R is about to go back to the kernel,
+   which splits its huge page: the group is a small chunks' group no
+   more (its HUGE bits cleared), and loses the advice (MADV_NOHUGEPAGE),
+   so that khugepaged does not make it a huge page again with the
+   pages given back faulted in.  Any thread, at any time: the bits are
+   a hint for the claims and the purges, and of two splitters only the
+   one that clears them advises.  */
+void
+kp_group_split (kp_region_t *r, unsigned u)
+{
+  const uint64_t g = ((uint64_t) 1 << KP_HUGE_UNITS) - 1;
+  unsigned first = u & ~(unsigned) (KP_HUGE_UNITS - 1);
+  uint64_t gm = g << (first % 64);
+  if ((atomic_load_explicit (&r->huge[u / 64], memory_order_relaxed) & gm)
+      == 0
+      || (atomic_fetch_and_explicit (&r->huge[u / 64], ~gm,
+                                     memory_order_relaxed) & gm) == 0)
+    return;
+  atomic_fetch_add_explicit (&kp_group_splits, 1, memory_order_relaxed);
+  kp_group_advise (r, first, MADV_NOHUGEPAGE);
+}
+
 /* Give the pages of the UNITS units at unit BASE of R back to the
    kernel; the caller holds their claim bits.  */
 static void
 kp_units_discard (kp_region_t *r, unsigned base, unsigned units)
 {
+  for (unsigned u = base & ~(unsigned) (KP_HUGE_UNITS - 1); u < base + units;
+       u += KP_HUGE_UNITS)
+    kp_group_split (r, u);
   kp_os_discard ((char *) r + ((size_t) base << KP_UNIT_SHIFT),
                  (size_t) units << KP_UNIT_SHIFT);
   memset (&r->rpages[base], 0, units);
@@ -406,15 +465,18 @@ kp_run_left_by (const kp_region_t *r, unsigned base, unsigned units,
    any class with KP_CLS_ANY (kp_run_left_by).  */
 static kp_chunk_t *
 kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
-                     bool dirty, unsigned cls)
+                     bool dirty, unsigned cls, bool skip_groups)
 {
   uint64_t run = kp_run_mask (units);
   unsigned step = large ? 1 : units;
   for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
     {
       uint64_t v = atomic_load_explicit (&r->claim[w], memory_order_relaxed);
+      uint64_t hm = skip_groups ? atomic_load_explicit (&r->huge[w],
+                                                        memory_order_relaxed)
+                                : 0;
     rescan:
-      if (v == ~(uint64_t) 0)
+      if ((v | hm) == ~(uint64_t) 0)
         continue;
       uint64_t d = dirty ? atomic_load_explicit (&r->dirty[w],
                                                  memory_order_relaxed)
@@ -424,7 +486,7 @@ kp_region_try_claim (kp_region_t *r, unsigned units, bool large,
       for (unsigned j = 0; j + units <= 64; j += step)
         {
           unsigned k = large ? j : 64 - units - j;
-          if (((v >> k) & run) == 0 && ((d >> k) & run) == run
+          if ((((v | hm) >> k) & run) == 0 && ((d >> k) & run) == run
               && (!dirty || kp_run_left_by (r, w * 64 + k, units, cls)))
             {
               if (!atomic_compare_exchange_strong_explicit
@@ -468,13 +530,14 @@ kp_node_next (const kp_region_t *r)
    and CLS as for kp_region_try_claim and kp_run_left_by).  */
 static kp_chunk_t *
 kp_node_try_claim (unsigned node, unsigned units, bool large, bool dirty,
-                   unsigned cls)
+                   unsigned cls, bool skip_groups)
 {
   for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
     {
       if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
         continue;
-      kp_chunk_t *c = kp_region_try_claim (r, units, large, dirty, cls);
+      kp_chunk_t *c = kp_region_try_claim (r, units, large, dirty, cls,
+                                           skip_groups);
       if (c != NULL)
         return c;
       if (dirty || !kp_region_full (r))
@@ -510,6 +573,8 @@ kp_node_claim_most_dirty (unsigned node, unsigned units)
       for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
         {
           uint64_t v, d = kp_free_dirty (r, w, &v);
+          v |= atomic_load_explicit (&r->huge[w], memory_order_relaxed);
+          d &= ~v;
           if (d == 0)
             continue;
           for (unsigned k = 0; k + units <= 64; k++)
@@ -551,10 +616,143 @@ kp_units_claim_resident (unsigned units, unsigned cls)
   if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) == 0)
     return NULL;
   unsigned home = kp_numa_thread_node ();
-  kp_chunk_t *c = kp_node_try_claim (home, units, false, true, cls);
+  kp_chunk_t *c = kp_node_try_claim (home, units, false, true, cls, false);
   if (c == NULL)
-    c = kp_node_try_claim (home, units, false, true, KP_CLS_ANY);
+    c = kp_node_try_claim (home, units, false, true, KP_CLS_ANY, false);
   return c;
+}
+
+/* Clear the claim bits BITS of word W of R, which the caller set for a
+   moment, as kp_units_release does: a claimer that found the region
+   full meanwhile may have cleared its hint.  */
+static void
+kp_group_unclaim (kp_region_t *r, unsigned w, uint64_t bits)
+{
+  atomic_fetch_and_explicit (&r->claim[w], ~bits, memory_order_release);
+  atomic_thread_fence (memory_order_seq_cst);
+  atomic_store_explicit (&r->has_free, 1, memory_order_relaxed);
+}
+
+/* Make the group of units K..K+KP_HUGE_UNITS-1 of word W of R, whose
+   claim bits the caller holds and which was never used, a small
+   chunks' group; claim its top UNITS units for a small chunk and let
+   the others go as free resident units.  The run's descriptor.  */
+static kp_chunk_t *
+kp_group_start (kp_region_t *r, unsigned w, unsigned k, unsigned units)
+{
+  const uint64_t g = ((uint64_t) 1 << KP_HUGE_UNITS) - 1;
+  uint64_t gm = g << k;
+  unsigned base = w * 64 + k + KP_HUGE_UNITS - units;
+  uint64_t bits = kp_run_mask (units) << (base % 64), rest = gm & ~bits;
+  atomic_fetch_or_explicit (&r->huge[w], gm, memory_order_relaxed);
+  atomic_fetch_add_explicit (&kp_group_count, 1, memory_order_relaxed);
+  kp_group_advise (r, w * 64 + k, MADV_HUGEPAGE);
+  uint8_t per = (uint8_t) (KP_UNIT_SIZE >> kp_page_shift ());
+  uint32_t now = kp_clock_ms ();
+  for (uint64_t m = rest; m != 0; m &= m - 1)
+    {
+      unsigned u = w * 64 + (unsigned) __builtin_ctzll (m);
+      r->rpages[u] = per;
+      atomic_store_explicit (&r->rcls[u], KP_CLS_ANY, memory_order_relaxed);
+      atomic_store_explicit (&r->freed_at[u], now, memory_order_relaxed);
+    }
+  atomic_fetch_add_explicit (&kp_dirty_count,
+                             ((size_t) __builtin_popcountll (rest) * per)
+                             << kp_page_shift (), memory_order_relaxed);
+  atomic_fetch_or_explicit (&r->dirty[w], rest, memory_order_relaxed);
+  kp_chunk_t *c = kp_claim_won (r, base, units, bits);
+  kp_group_unclaim (r, w, rest);
+  return c;
+}
+
+/* The small chunks' groups (KAME_POOL_THP_SMALL).  A small chunk of a
+   class that its thread uses densely (kp_units_claim_retry) claims its
+   run in a group of KP_HUGE_UNITS units (2 MiB, a huge page) that
+   holds only small chunks, advised MADV_HUGEPAGE: a free run in such a
+   group first, the top one of its word, so that a group fills before
+   the next; else a group that is all free and was never used (no unit
+   claimed, resident or given back since the region was mapped: a page
+   table made for 4 KiB pages there would keep the group on them),
+   which becomes one (kp_group_start).  Its other units come in with
+   the huge page at the chunk's first touch, so they join the free
+   resident units at once (rpages full, left by KP_CLS_ANY, freed
+   now), claimed with the run for that moment and released as
+   kp_units_release does.  Unit 0's group is never one
+   (kp_thp_advise_region).  NULL when no group has room.  */
+static kp_chunk_t *
+kp_node_claim_huge (unsigned node, unsigned units)
+{
+  uint64_t run = kp_run_mask (units);
+  for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
+    {
+      if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
+        continue;
+      for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+        {
+          uint64_t hm = atomic_load_explicit (&r->huge[w],
+                                              memory_order_relaxed);
+          uint64_t v = atomic_load_explicit (&r->claim[w],
+                                             memory_order_relaxed);
+        rescan:
+          if ((hm & ~v) == 0)
+            continue;
+          for (unsigned j = 0; j + units <= 64; j += units)
+            {
+              unsigned k = 64 - units - j;
+              if (((hm >> k) & run) == run && ((v >> k) & run) == 0)
+                {
+                  if (!atomic_compare_exchange_strong_explicit
+                      (&r->claim[w], &v, v | (run << k),
+                       memory_order_acquire, memory_order_relaxed))
+                    goto rescan;        /* v now holds the current word */
+                  return kp_claim_won (r, w * 64 + k, units, run << k);
+                }
+            }
+        }
+    }
+  const uint64_t g = ((uint64_t) 1 << KP_HUGE_UNITS) - 1;
+  for (kp_region_t *r = kp_node_first (node); r != NULL; r = kp_node_next (r))
+    {
+      if (!atomic_load_explicit (&r->has_free, memory_order_relaxed))
+        continue;
+      for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
+        {
+          uint64_t used
+            = atomic_load_explicit (&r->claim[w], memory_order_relaxed)
+              | atomic_load_explicit (&r->dirty[w], memory_order_relaxed)
+              | atomic_load_explicit (&r->discarded[w], memory_order_relaxed)
+              | atomic_load_explicit (&r->huge[w], memory_order_relaxed);
+          for (unsigned k = 64; k > 0;)
+            {
+              k -= KP_HUGE_UNITS;
+              uint64_t gm = g << k;
+              if ((used & gm) != 0 || (w == 0 && k == 0)
+                  || !kp_claim_bits (r, w, gm))
+                continue;
+              /* Used meanwhile (claimed and released between the loads
+                 and the claim): not never used any more.  */
+              if (((atomic_load_explicit (&r->dirty[w], memory_order_relaxed)
+                    | atomic_load_explicit (&r->discarded[w],
+                                            memory_order_relaxed)) & gm) != 0)
+                {
+                  kp_group_unclaim (r, w, gm);
+                  continue;
+                }
+              return kp_group_start (r, w, k, units);
+            }
+        }
+    }
+  return NULL;
+}
+
+/* Whether chunk C's first unit lies in a small chunks' group.  */
+bool
+kp_units_in_group (const kp_chunk_t *c)
+{
+  const kp_region_t *r = kp_region_of (c);
+  unsigned u = kp_chunk_base_unit (c);
+  return (atomic_load_explicit (&r->huge[u / 64], memory_order_relaxed)
+          >> (u % 64)) & 1;
 }
 
 /* Claim a run of UNITS (1..KP_MAX_UNITS) units for a small chunk of
@@ -564,27 +762,41 @@ kp_units_claim_resident (unsigned units, unsigned cls)
    stays on its node.  Only when no region can be mapped (the cap, or
    no memory) do the other nodes' regions serve.  When a crowd of
    threads swarms a fresh region and takes it all, a thread maps
-   another and retries instead of failing.  NULL only when the cap is
+   another and retries instead of failing.  A small chunk of a class
+   its thread fills densely (DENSE), with KAME_POOL_THP_SMALL, takes a
+   run in a small chunks' group when one has room or a never used one
+   is left (kp_node_claim_huge); a dedicated chunk takes none in those
+   groups while a region can be mapped.  NULL only when the cap is
    reached or the kernel refuses memory, and no node has a free
    run.  */
 kp_chunk_t *
-kp_units_claim_any (unsigned units, unsigned cls)
+kp_units_claim_any (unsigned units, unsigned cls, bool dense)
 {
   KP_ASSERT (units >= 1 && units <= KP_MAX_UNITS);
   bool large = cls == KP_CLS_DEDICATED;
   unsigned home = kp_numa_thread_node ();
+#if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
+  dense = dense && !large
+          && kp_thp_policy_now () == KAME_POOL_THP_SMALL;
+#else
+  dense = false;
+#endif
   for (;;)
     {
-      kp_chunk_t *c = kp_node_try_claim (home, units, large, false,
-                                         KP_CLS_ANY);
+      kp_chunk_t *c;
+      if (dense && (c = kp_node_claim_huge (home, units)) != NULL)
+        return c;
+      c = kp_node_try_claim (home, units, large, false, KP_CLS_ANY, large);
       if (c != NULL)
         return c;
       if (kp_region_new (home) != NULL)
         continue;
+      /* A dedicated chunk then takes the free units of the small
+         chunks' groups too, first on its own node.  */
       unsigned nodes = kp_numa_nodes ();
-      for (unsigned i = 1; i < nodes; i++)
+      for (unsigned i = large ? 0 : 1; i < nodes; i++)
         if ((c = kp_node_try_claim ((home + i) % nodes, units, large, false,
-                                    KP_CLS_ANY))
+                                    KP_CLS_ANY, false))
             != NULL)
           return c;
       return NULL;
@@ -606,7 +818,7 @@ kp_units_claim (unsigned units, unsigned cls)
   else
     c = atomic_load_explicit (&kp_dirty_count, memory_order_relaxed) != 0
         ? kp_node_claim_most_dirty (kp_numa_thread_node (), units) : NULL;
-  return c != NULL ? c : kp_units_claim_any (units, cls);
+  return c != NULL ? c : kp_units_claim_any (units, cls, false);
 }
 
 /* Extend chunk C, which the caller holds exclusively (the block of a
@@ -666,13 +878,20 @@ kp_huge_group_free (unsigned w, uint64_t m, uint64_t all, uint64_t claim)
    pages go, each in one call, where all its units are free and those
    resident old enough: giving back part of a huge page splits it, and
    the units left in it are as likely to be claimed again as to go.
-   The pages given back; *CALLS counts the discards.  */
+   With KAME_POOL_THP_SMALL and an AGE, a small chunks' group that is
+   all free and old enough goes the same way, whole, and the units
+   outside the groups go before those in them, which go one at a time
+   too (kp_group_split): a group with a unit in use keeps its free ones
+   only as long as the other free units last, or an idle program would
+   keep them all.  The pages given back; *CALLS counts the discards.  */
 static size_t
 kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
                       size_t *calls)
 {
   size_t pages = 0;
-  bool whole = age != 0 && kp_thp_policy_now () == KAME_POOL_THP_ALWAYS;
+  int thp = kp_thp_policy_now ();
+  bool whole = age != 0 && thp == KAME_POOL_THP_ALWAYS;
+  bool groups = age != 0 && thp == KAME_POOL_THP_SMALL;
   KP_FOR_EACH_REGION (r)
     for (unsigned w = 0; w < KP_CLAIM_WORDS; w++)
       for (;;)
@@ -689,11 +908,17 @@ kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
                                                 memory_order_relaxed) < age)
                   d &= ~(m & -m);
               }
-          if (whole && d != 0)
+          uint64_t hm = groups ? atomic_load_explicit (&r->huge[w],
+                                                        memory_order_relaxed)
+                               : 0;
+          if ((whole && d != 0) || (d & hm) != 0)
             {
-              uint64_t gm = kp_huge_group_free (w, d, all, v);
-              if (gm == 0)
+              uint64_t gm = kp_huge_group_free (w, whole ? d : d & hm, all,
+                                                v);
+              if (gm == 0 && whole)
                 break;
+              if (gm == 0)
+                goto single;
               if (!kp_claim_bits (r, w, gm))
                 continue;
               uint64_t gone = atomic_fetch_and_explicit (&r->dirty[w], ~gm,
@@ -705,9 +930,10 @@ kp_units_purge_where (uint32_t now, uint32_t age, size_t keep,
                                          memory_order_release);
               continue;
             }
+        single:
           if (d == 0)
             break;
-          uint64_t bit = d & -d;
+          uint64_t bit = (d & ~hm) != 0 ? (d & ~hm) & -(d & ~hm) : d & -d;
           if (!kp_claim_bits (r, w, bit))
             continue;           /* taken meanwhile: look again */
           unsigned u = w * 64 + (unsigned) __builtin_ctzll (bit);
@@ -788,15 +1014,17 @@ kp_dirty_budget (unsigned units, bool large)
 }
 
 /* The pages of unit U of R that chunk C, of kind KIND, touched: a
-   small chunk those it carved blocks into (up to its bump); a block of
-   a dedicated or cached chunk may have touched them all.  */
+   small chunk those it carved blocks into (up to its bump), or all of
+   them while it holds the pages a small chunks' group's huge page
+   brought in past its bump (GROUP_TAIL); a block of a dedicated or
+   cached chunk may have touched them all.  */
 static unsigned
 kp_unit_touched_pages (const kp_region_t *r, const kp_chunk_t *c,
                        enum kp_chunk_kind kind, unsigned u)
 {
   unsigned sh = kp_page_shift ();
   size_t per = KP_UNIT_SIZE >> sh;
-  if (kind != KP_KIND_SMALL)
+  if (kind != KP_KIND_SMALL || c->group_tail)
     return (unsigned) per;
   char *start = (char *) r + ((size_t) u << KP_UNIT_SHIFT);
   size_t carved = c->bump > start ? (size_t) (c->bump - start) : 0;

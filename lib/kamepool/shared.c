@@ -243,7 +243,7 @@ static kp_chunk_t *
 kp_shared_claim (kp_shared_class_t *s, unsigned cls)
 {
   unsigned units = kp_class_units[cls];
-  kp_chunk_t *c = kp_units_claim_retry (units, cls);
+  kp_chunk_t *c = kp_units_claim_retry (units, cls, false);
   while (c == NULL && units > 1
          && ((size_t) (units - 1) << KP_UNIT_SHIFT) >= kp_class_size[cls])
     c = kp_units_claim (--units, cls);

@@ -342,7 +342,15 @@ kame_pool_get_numa_stats (size_t *regions_per_node, size_t n)
 static void
 kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
 {
-  char buf[512];
+  char buf[512], thp[64];
+  int policy = kp_thp_policy_now ();
+  if (policy == KAME_POOL_THP_SMALL)
+    snprintf (thp, sizeof thp, "small (%zu groups, %zu split)",
+              kp_groups_started (), kp_groups_split ());
+  else
+    snprintf (thp, sizeof thp, "%s",
+              policy == KAME_POOL_THP_ALWAYS ? "on"
+              : policy == KAME_POOL_THP_NEVER ? "never" : "off");
   /* snprintf with these conversions does not allocate in glibc.  */
   snprintf (buf, sizeof buf,
             "kamepool: %zu regions (%zu MiB reserved); %zu chunks live "
@@ -353,9 +361,7 @@ kp_stats_text (kp_line_t *l, const kame_pool_stats_t *s)
             s->units_live, (s->units_live * KP_UNIT_SIZE) >> 20,
             s->dedicated_chunk_bytes >> 10, s->large_alloc_count,
             s->large_alloc_bytes >> 10, s->cache_bytes >> 10,
-            KP_TLS_MODEL_NAME,
-            kp_thp_policy_now () == KAME_POOL_THP_ALWAYS ? "on"
-            : kp_thp_policy_now () == KAME_POOL_THP_NEVER ? "never" : "off");
+            KP_TLS_MODEL_NAME, thp);
   kp_line_add (l, buf);
   snprintf (buf, sizeof buf,
             "kamepool: small blocks: %zu KiB live in %zu KiB resident "

@@ -576,27 +576,40 @@ kp_chunk_map_free (kp_chunk_t *c, uint64_t *freemap)
 }
 
 /* Give back the pages past the bump pointer of C, owned by the calling
-   thread, when C was set up in a small chunks' group (GROUP_TAIL), once:
-   they came in with the group's huge page, where a chunk on 4 KiB
-   pages faults in only the pages it carves.  Carving faults them in
-   again, one at a time (the group is split).  The pages given back;
-   *CALLS counts the call.  */
+   thread, that may be resident (its units' rpages), when C was set up
+   in a small chunks' group (GROUP_TAIL), once: a huge page brought
+   them in, where a chunk on 4 KiB pages faults in only the pages it
+   carves.  Carving faults them in again, one at a time (the group is
+   split).  The units' rpages come down to the carving, so that the
+   next chunk there, which carves as far, gives nothing back.  The
+   pages given back; *CALLS counts the call.  */
 static size_t
 kp_chunk_tail_give (kp_chunk_t *c, size_t *calls)
 {
   if (!c->group_tail)
     return 0;
+  c->group_tail = false;
+  kp_region_t *r = kp_region_of (c);
+  unsigned base = kp_chunk_base_unit (c);
+  unsigned units = atomic_load_explicit (&c->units, memory_order_relaxed);
   unsigned sh = kp_page_shift ();
   char *data = kp_chunk_data (c);
   uintptr_t pg = ((uintptr_t) 1 << sh) - 1;
-  char *from = (char *) (((uintptr_t) c->bump + pg) & ~pg);
-  char *end = data + ((size_t) atomic_load_explicit (&c->units,
-                                                     memory_order_relaxed)
-                      << KP_UNIT_SHIFT);
-  c->group_tail = false;
+  char *from = (char *) (((uintptr_t) c->bump + pg) & ~pg), *end = from;
+  for (unsigned i = 0; i < units; i++)
+    {
+      char *start = data + ((size_t) i << KP_UNIT_SHIFT);
+      char *held = start + ((size_t) r->rpages[base + i] << sh);
+      if (held > end)
+        end = held;
+      if (held > from)
+        r->rpages[base + i] = (uint8_t) (from > start
+                                         ? (size_t) (from - start) >> sh
+                                         : 0);
+    }
   if (from >= end)
     return 0;
-  kp_group_split (kp_region_of (c), kp_chunk_base_unit (c));
+  kp_group_split (r, base);
   kp_os_discard (from, (size_t) (end - from));
   ++*calls;
   return (size_t) (end - from) >> sh;

@@ -636,7 +636,9 @@ kp_group_unclaim (kp_region_t *r, unsigned w, uint64_t bits)
 /* Make the group of units K..K+KP_HUGE_UNITS-1 of word W of R, whose
    claim bits the caller holds and which was never used, a small
    chunks' group; claim its top UNITS units for a small chunk and let
-   the others go as free resident units.  The run's descriptor.  */
+   the others go as free resident units.  Every unit of the group gets
+   its rpages full: the huge page brings all of them in at the chunk's
+   first touch.  The run's descriptor.  */
 static kp_chunk_t *
 kp_group_start (kp_region_t *r, unsigned w, unsigned k, unsigned units)
 {
@@ -649,10 +651,10 @@ kp_group_start (kp_region_t *r, unsigned w, unsigned k, unsigned units)
   kp_group_advise (r, w * 64 + k, MADV_HUGEPAGE);
   uint8_t per = (uint8_t) (KP_UNIT_SIZE >> kp_page_shift ());
   uint32_t now = kp_clock_ms ();
+  memset (&r->rpages[w * 64 + k], per, KP_HUGE_UNITS);
   for (uint64_t m = rest; m != 0; m &= m - 1)
     {
       unsigned u = w * 64 + (unsigned) __builtin_ctzll (m);
-      r->rpages[u] = per;
       atomic_store_explicit (&r->rcls[u], KP_CLS_ANY, memory_order_relaxed);
       atomic_store_explicit (&r->freed_at[u], now, memory_order_relaxed);
     }
@@ -661,6 +663,14 @@ kp_group_start (kp_region_t *r, unsigned w, unsigned k, unsigned units)
                              << kp_page_shift (), memory_order_relaxed);
   atomic_fetch_or_explicit (&r->dirty[w], rest, memory_order_relaxed);
   kp_chunk_t *c = kp_claim_won (r, base, units, bits);
+  /* The recent peak counts them as held, as the units claimed: the
+     dirty budget (kp_dirty_budget) is the peak less the units claimed,
+     and without them a steady cycle's releases went past it and gave
+     their pages back, to fault them in at the next round.  */
+  size_t held = atomic_load_explicit (&kp_claimed_units, memory_order_relaxed)
+                + (size_t) __builtin_popcountll (rest);
+  if (held > atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed))
+    atomic_store_explicit (&kp_claimed_peak, held, memory_order_relaxed);
   kp_group_unclaim (r, w, rest);
   return c;
 }
@@ -1014,17 +1024,17 @@ kp_dirty_budget (unsigned units, bool large)
 }
 
 /* The pages of unit U of R that chunk C, of kind KIND, touched: a
-   small chunk those it carved blocks into (up to its bump), or all of
-   them while it holds the pages a small chunks' group's huge page
-   brought in past its bump (GROUP_TAIL); a block of a dedicated or
-   cached chunk may have touched them all.  */
+   small chunk those it carved blocks into (up to its bump); a block of
+   a dedicated or cached chunk may have touched them all.  (The pages
+   that a small chunks' group's huge page brought in past the bump are
+   in the unit's rpages: kp_group_start.)  */
 static unsigned
 kp_unit_touched_pages (const kp_region_t *r, const kp_chunk_t *c,
                        enum kp_chunk_kind kind, unsigned u)
 {
   unsigned sh = kp_page_shift ();
   size_t per = KP_UNIT_SIZE >> sh;
-  if (kind != KP_KIND_SMALL || c->group_tail)
+  if (kind != KP_KIND_SMALL)
     return (unsigned) per;
   char *start = (char *) r + ((size_t) u << KP_UNIT_SHIFT);
   size_t carved = c->bump > start ? (size_t) (c->bump - start) : 0;

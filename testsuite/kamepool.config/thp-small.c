@@ -1,9 +1,12 @@
 /* thp-small.c -- KAME_POOL_HUGEPAGE=small: the chunks of a class that a
    thread fills densely (eight full chunks of it) go to 2 MiB groups
    advised MADV_HUGEPAGE and holding only small chunks; its first chunks
-   do not, a dedicated chunk takes no unit of a group, and a purge that
-   gives back part of a group takes its advice away.  Seen through the
-   "hg" and "nh" VmFlags of /proc/self/smaps.
+   do not, a dedicated chunk takes no unit of a group, a purge that
+   gives back part of a group takes its advice away, a thread freeing a
+   working set gives back the pages a group brought in past its chunks'
+   carving, and a steady cycle is steady.  Seen through the "hg" and
+   "nh" VmFlags of /proc/self/smaps, mincore, getrusage and the
+   statistics.
    kptest-env: KAME_POOL_HUGEPAGE=small KAME_POOL_GUARD_SAMPLE=0 KAME_POOL_DECAY_MS=off
 
    Copyright (C) 2026 The kamepool authors.
@@ -14,10 +17,12 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
+#include "kptest-pool.h"
 #include "smaps.h"
 
 #define UNIT ((size_t) 256 << 10)
@@ -200,8 +205,48 @@ KT_TEST (a_thread_freeing_its_working_set_gives_back_the_uncarved_pages)
     KT_CHECK_EQ (last[i][SIZE - 1], i);
 }
 
+/* Round after round, allocate a working set of blocks of 64 to 4096
+   bytes (16 MiB, so that its classes fill groups) and free it all:
+   from the fourth round on, nothing is given back and no page is
+   faulted in (where the process makes them all: with the pool in
+   place of malloc).  The third may still give back a unit that a group
+   brought in and no chunk took, which the release of a chunk past the
+   dirty budget finds oldest (purge.c's steady cycle, under
+   KAME_POOL_HUGEPAGE=small: one madvise call in its third round).  */
+KT_TEST (a_steady_cycle_is_steady_from_its_fourth_round)
+{
+  enum { N = 8192, ROUNDS = 8 };
+  static void *p[N];
+  bool count_faults = kt_pool_interposes ();
+  long faults = 0;
+  size_t calls = 0;
+  for (int round = 0; round < ROUNDS; round++)
+    {
+      for (size_t i = 0; i < N; i++)
+        {
+          size_t size = 64 + (i * 97) % 4033;
+          if ((p[i] = kame_pool_malloc (size)) == NULL)
+            KT_FAILF ("round %d: malloc failed", round);
+          memset (p[i], round, size);
+        }
+      for (size_t i = 0; i < N; i++)
+        kame_pool_free (p[i]);
+      struct rusage ru;
+      getrusage (RUSAGE_SELF, &ru);
+      if (!count_faults)
+        ru.ru_minflt = 0;
+      size_t c = kt_pool_stats ().discard_calls;
+      if (round > 2 && (ru.ru_minflt != faults || c != calls))
+        KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
+                  round, ru.ru_minflt - faults, c - calls);
+      faults = ru.ru_minflt;
+      calls = c;
+    }
+}
+
 KT_MAIN (KT_CASE (the_environment_sets_the_small_policy),
          KT_CASE (the_chunks_of_a_dense_class_fill_advised_groups),
          KT_CASE (a_dedicated_chunk_takes_no_unit_of_a_group),
          KT_CASE (a_purge_that_splits_a_group_takes_its_advice_away),
-         KT_CASE (a_thread_freeing_its_working_set_gives_back_the_uncarved_pages))
+         KT_CASE (a_thread_freeing_its_working_set_gives_back_the_uncarved_pages),
+         KT_CASE (a_steady_cycle_is_steady_from_its_fourth_round))

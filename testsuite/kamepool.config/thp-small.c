@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kame_pool.h"
@@ -215,33 +214,8 @@ KT_TEST (a_thread_freeing_its_working_set_gives_back_the_uncarved_pages)
    KAME_POOL_HUGEPAGE=small: one madvise call in its third round).  */
 KT_TEST (a_steady_cycle_is_steady_from_its_fourth_round)
 {
-  enum { N = 8192, ROUNDS = 8 };
-  static void *p[N];
-  bool count_faults = kt_pool_interposes ();
-  long faults = 0;
-  size_t calls = 0;
-  for (int round = 0; round < ROUNDS; round++)
-    {
-      for (size_t i = 0; i < N; i++)
-        {
-          size_t size = 64 + (i * 97) % 4033;
-          if ((p[i] = kame_pool_malloc (size)) == NULL)
-            KT_FAILF ("round %d: malloc failed", round);
-          memset (p[i], round, size);
-        }
-      for (size_t i = 0; i < N; i++)
-        kame_pool_free (p[i]);
-      struct rusage ru;
-      getrusage (RUSAGE_SELF, &ru);
-      if (!count_faults)
-        ru.ru_minflt = 0;
-      size_t c = kt_pool_stats ().discard_calls;
-      if (round > 2 && (ru.ru_minflt != faults || c != calls))
-        KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
-                  round, ru.ru_minflt - faults, c - calls);
-      faults = ru.ru_minflt;
-      calls = c;
-    }
+  static void *p[8192];
+  kt_steady_cycle (p, 8192, 8, 3, kt_pool_interposes ());
 }
 
 KT_MAIN (KT_CASE (the_environment_sets_the_small_policy),

@@ -23,7 +23,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #ifdef __linux__
@@ -318,52 +317,14 @@ KT_TEST (a_freed_working_set_goes_back_but_its_live_pages)
    the unit keeps those pages from then on.)  */
 KT_TEST (a_steady_cycle_gives_back_nothing_and_faults_nothing)
 {
-  enum { N = 4096, ROUNDS = 10 };
-  static void *p[N];
-  struct rusage ru;
-  long faults = 0;
+  static void *p[4096];
   /* Faults are counted only where the process makes them all: not
      under a sanitizer, whose runtime faults its shadow memory in, nor
      with huge page advice, where the kernel's compaction and khugepaged
      unmap and fault pages on their own.  */
   bool count_faults = kt_pool_interposes ()
                       && kame_pool_get_thp_policy () != KAME_POOL_THP_ALWAYS;
-  size_t calls = 0;
-  for (int round = 0; round < ROUNDS; round++)
-    {
-      for (size_t i = 0; i < N; i++)
-        {
-          size_t size = 64 + (i * 97) % 4033;
-          if ((p[i] = kame_pool_malloc (size)) == NULL)
-            KT_FAILF ("round %d: malloc failed", round);
-          memset (p[i], round, size);
-        }
-      for (size_t i = 0; i < N; i++)
-        kame_pool_free (p[i]);
-      getrusage (RUSAGE_SELF, &ru);
-      if (!count_faults)
-        ru.ru_minflt = 0;
-      size_t c = kt_pool_stats ().discard_calls;
-      if (round > 1 && (ru.ru_minflt != faults || c != calls))
-        KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
-                  round, ru.ru_minflt - faults, c - calls);
-      /* The purge thread that the first rounds' frees started faults
-         its own stack in when it first runs, which on a loaded
-         machine may come during round 2: let it make its first pass
-         before the counting starts.  */
-      for (int ms = 0; round == 1 && ms < 5000; ms += 10)
-        {
-          kame_pool_stats_t s = kt_pool_stats ();
-          if (!s.background_running || s.background_passes > 0)
-            break;
-          sleep_ms (10);
-        }
-      getrusage (RUSAGE_SELF, &ru);
-      if (!count_faults)
-        ru.ru_minflt = 0;
-      faults = ru.ru_minflt;
-      calls = kt_pool_stats ().discard_calls;
-    }
+  kt_steady_cycle (p, 4096, 10, 2, count_faults);
 }
 
 /* ---- fork ------------------------------------------------------------- */

@@ -6,7 +6,10 @@
 #define KPTEST_POOL_H 1
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The 87 size classes of the contract, and the largest: above 32768,
@@ -152,5 +155,50 @@ kt_object_of (const void *addr)
   return info.dli_fname;
 }
 #endif
+
+/* A steady workload: ROUNDS times, allocate N blocks of 64 to 4096
+   bytes into P, write them and free them all; from round FROM on (0 is
+   the first), fail when a round gave anything back (a madvise call of
+   the pool's, discard_calls) or faulted a page in (getrusage; only when
+   COUNT_FAULTS: where the process makes them all).  The purge thread
+   that the first rounds' frees started faults its own stack in when
+   it first runs, which on a loaded machine may come late: before round
+   FROM, it is let make its first pass.  */
+static inline void
+kt_steady_cycle (void **p, size_t n, int rounds, int from, bool count_faults)
+{
+  long faults = 0;
+  size_t calls = 0;
+  for (int round = 0; round < rounds; round++)
+    {
+      for (size_t i = 0; i < n; i++)
+        {
+          size_t size = 64 + (i * 97) % 4033;
+          if ((p[i] = kame_pool_malloc (size)) == NULL)
+            KT_FAILF ("round %d: malloc failed", round);
+          memset (p[i], round, size);
+        }
+      for (size_t i = 0; i < n; i++)
+        kame_pool_free (p[i]);
+      struct rusage ru;
+      getrusage (RUSAGE_SELF, &ru);
+      long f = count_faults ? ru.ru_minflt : 0;
+      size_t c = kt_pool_stats ().discard_calls;
+      if (round >= from && (f != faults || c != calls))
+        KT_FAILF ("round %d: %ld page faults and %zu madvise calls more",
+                  round, f - faults, c - calls);
+      for (int ms = 0; round == from - 1 && ms < 5000; ms += 10)
+        {
+          kame_pool_stats_t s = kt_pool_stats ();
+          if (!s.background_running || s.background_passes > 0)
+            break;
+          struct timespec ts = { 0, 10 * 1000000 };
+          nanosleep (&ts, NULL);
+        }
+      getrusage (RUSAGE_SELF, &ru);
+      faults = count_faults ? ru.ru_minflt : 0;
+      calls = kt_pool_stats ().discard_calls;
+    }
+}
 
 #endif /* KPTEST_POOL_H */

@@ -132,9 +132,9 @@
 /* With KAME_POOL_THP_SMALL, a thread's new chunk of a class goes to a
    small chunks' group once the thread has this many full chunks of the
    class (heap.c): 2 MiB of blocks of that class in use at least, a
-   class it fills densely.  Fewer would give a huge page to the chunks
-   of classes that carve a few pages each (bench/README, issue 36,
-   ninth sitting).  */
+   class it fills densely.  With 2, a program whose threads come and go
+   zeroed a 2 MiB page for each group that a short-lived thread's
+   chunks started (bench/README, issue 36, ninth sitting).  */
 #define KP_HUGE_DENSE 8
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
@@ -497,8 +497,9 @@ typedef struct kp_chunk
      relaxed by kp_shared_free without the lock.  */
   _Atomic (uint64_t) shared_magic;
   /* Line 3 (byte 192).  SMALL: set up in a small chunks' group
-     (kp_units_in_group), so that its pages past BUMP came in with the
-     huge page; cleared when the owner gives them back
+     (kp_units_in_group), so that its pages past BUMP may be resident
+     as far as its units' rpages say (the group's huge page brought
+     them in); cleared when the owner gives them back
      (kp_chunk_tail_give).  Owner-private.  */
   _Alignas (64) bool group_tail;
 } kp_chunk_t;

@@ -665,7 +665,8 @@ kp_chunk_purge (kp_chunk_t *c, size_t *calls)
         }
       if (runlen == 0)
         continue;
-      kp_group_split (kp_region_of (c), kp_chunk_base_unit (c));
+      if (given == 0)
+        kp_group_split (kp_region_of (c), kp_chunk_base_unit (c));
       kp_os_discard (data + (run << sh), runlen << sh);
       ++*calls;
       for (size_t r = run; r < run + runlen; r++)
@@ -978,23 +979,26 @@ kp_chunk_shed (kp_heap_t *h, unsigned cls)
       c->orig_heap = h;
       kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
     }
-  /* The chunks that stay may hold pages past their bump pointer that a
-     huge page brought in: those of the class, and at the first shed of
-     a streak those of every class, whose frees may never shed.  */
-  size_t calls = 0, pages = 0;
-  for (unsigned k = 0; k < KP_NCLASS; k++)
+  /* With KAME_POOL_THP_SMALL, the chunks that stay may hold pages past
+     their bump pointer that a huge page brought in: those of the class,
+     and at the first shed of a streak those of every class, whose frees
+     may never shed.  (No chunk has any with another policy.)  */
+  if (kp_thp_policy_now () == KAME_POOL_THP_SMALL)
     {
-      if (k != cls && h->unfull_streak != KP_SHED_STREAK + 1)
-        continue;
-      if (h->partial[k].tail != NULL)
-        pages += kp_chunk_tail_give (h->partial[k].tail, &calls);
-      if (kp_tc.active[k] != &kp_empty_chunk)
-        pages += kp_chunk_tail_give (kp_tc.active[k], &calls);
-    }
-  if (calls != 0)
-    {
-      kp_owner_add (&h->purge_calls, calls);
-      kp_owner_add (&h->purge_pages, pages);
+      bool all = h->unfull_streak == KP_SHED_STREAK + 1;
+      size_t calls = 0, pages = 0;
+      for (unsigned k = all ? 0 : cls; k < (all ? KP_NCLASS : cls + 1); k++)
+        {
+          if (h->partial[k].tail != NULL)
+            pages += kp_chunk_tail_give (h->partial[k].tail, &calls);
+          if (kp_tc.active[k] != &kp_empty_chunk)
+            pages += kp_chunk_tail_give (kp_tc.active[k], &calls);
+        }
+      if (calls != 0)
+        {
+          kp_owner_add (&h->purge_calls, calls);
+          kp_owner_add (&h->purge_pages, pages);
+        }
     }
   if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
       == KP_PURGE_NONE)

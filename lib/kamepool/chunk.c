@@ -957,48 +957,83 @@ kp_chunk_displace (kp_heap_t *h, kp_chunk_t *a, bool head)
     kp_partial_push (h, a);
 }
 
+/* H, the calling thread's live heap, is tearing a working set down
+   (kp_chunk_shed): at least STREAK of its full chunks turned partial
+   with no refill between, and the background purge is on to give back
+   what it sheds.  */
+static inline bool
+kp_heap_shedding (const kp_heap_t *h, uint32_t streak)
+{
+  return h->unfull_streak >= streak && kp_setting (&kp_background_purge);
+}
+
+/* Hand chunk C of H over as shed (kp_chunk_shed), after giving back,
+   with TAILS, the pages past its bump pointer that a huge page brought
+   in (KAME_POOL_THP_SMALL), which CALLS and PAGES count.  */
+static void
+kp_chunk_shed_one (kp_heap_t *h, kp_chunk_t *c, bool tails, size_t *calls,
+                   size_t *pages)
+{
+  if (tails)
+    *pages += kp_chunk_tail_give (c, calls);
+  c->shed = true;
+  c->orig_heap = h;
+  kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
+}
+
 /* H is freeing a working set (KP_SHED_STREAK full chunks turned
-   partial and no refill): hand the partial chunks of class CLS over,
-   all but the newest.  The list is oldest first, so those are the
-   chunks whose blocks were freed first, most likely all that will
-   be.  Abandoned, their free pages go back once they have waited the
-   delay, by the background purge (kp_abandoned_decay), where on the
-   owner's list only the owner's next refill would have given them
-   back; and a later refill of any thread adopts them again.  Not with
-   the background purge off: the owner's own passes purge its partial
-   chunks, and no one would purge the abandoned ones.  The end of a
-   free: the thread may be made.  */
+   partial and no refill): hand over every chunk of class CLS it does
+   not keep full, the active one included, so that the thread keeps of
+   the class only chunks with no free block.  Abandoned, their free
+   pages go back once they have waited the delay, by the background
+   purge (kp_abandoned_decay), where kept by the owner only its next
+   refill would have given them back; and a later refill of any
+   thread adopts them again, this one's first.  Until the streak ends
+   (a refill), kp_chunk_unfull puts each chunk that a free turns
+   partial on the list, and the shed hands it over too: the active
+   chunk and the newest partial one, which stayed, held the pages of
+   their freed blocks for as long as the thread then waited.  The
+   thread's frees into a chunk it shed take it back
+   (kp_abandoned_collect), so the chunk it freed into last stays with
+   it: letting such chunks go again cost a free into one a take-over
+   and a let-go, and perl's random teardown of issue 36 13 % more
+   instructions.  Not with the background purge off: the owner's own
+   passes purge its partial chunks, and no one would purge the
+   abandoned ones.  The end of a free: the thread may be made.  */
 static KP_NOINLINE void
 kp_chunk_shed (kp_heap_t *h, unsigned cls)
 {
+  /* With KAME_POOL_THP_SMALL, chunks may hold pages past their bump
+     pointer that a huge page brought in: those handed over here, and
+     at the first shed of a streak those of every other class, whose
+     frees may never shed.  (No chunk has any with another policy.)  */
+  bool tails = kp_thp_policy_now () == KAME_POOL_THP_SMALL;
+  size_t calls = 0, pages = 0;
   kp_chunk_t *c;
-  while ((c = h->partial[cls].head) != h->partial[cls].tail)
+  while ((c = h->partial[cls].head) != NULL)
     {
       kp_partial_remove (h, c);
-      c->shed = true;
-      c->orig_heap = h;
-      kp_chunk_hand_over (h, c, KP_PAGES_LAZY);
+      kp_chunk_shed_one (h, c, tails, &calls, &pages);
     }
-  /* With KAME_POOL_THP_SMALL, the chunks that stay may hold pages past
-     their bump pointer that a huge page brought in: those of the class,
-     and at the first shed of a streak those of every class, whose frees
-     may never shed.  (No chunk has any with another policy.)  */
-  if (kp_thp_policy_now () == KAME_POOL_THP_SMALL)
+  if ((c = kp_tc.active[cls]) != &kp_empty_chunk)
     {
-      bool all = h->unfull_streak == KP_SHED_STREAK + 1;
-      size_t calls = 0, pages = 0;
-      for (unsigned k = all ? 0 : cls; k < (all ? KP_NCLASS : cls + 1); k++)
+      kp_tc.active[cls] = &kp_empty_chunk;
+      kp_chunk_set_active (c, false);
+      kp_chunk_shed_one (h, c, tails, &calls, &pages);
+    }
+  if (tails && h->unfull_streak == KP_SHED_STREAK + 1)
+    for (unsigned k = 0; k < KP_NCLASS; k++)
+      if (k != cls)
         {
           if (h->partial[k].tail != NULL)
             pages += kp_chunk_tail_give (h->partial[k].tail, &calls);
           if (kp_tc.active[k] != &kp_empty_chunk)
             pages += kp_chunk_tail_give (kp_tc.active[k], &calls);
         }
-      if (calls != 0)
-        {
-          kp_owner_add (&h->purge_calls, calls);
-          kp_owner_add (&h->purge_pages, pages);
-        }
+  if (calls != 0)
+    {
+      kp_owner_add (&h->purge_calls, calls);
+      kp_owner_add (&h->purge_pages, pages);
     }
   if (atomic_load_explicit (&kp_purge_state, memory_order_relaxed)
       == KP_PURGE_NONE)
@@ -1022,8 +1057,9 @@ kp_chunk_shed (kp_heap_t *h, unsigned cls)
    instead of one freed a whole chunk ago: on a ring of live 8 KiB
    blocks, whose heads fall in the same cache set, that matters.
    Past KP_SHED_STREAK such moves with no refill, the thread is
-   freeing a working set, and sheds its older partial chunks
-   (kp_chunk_shed).  */
+   freeing a working set: C goes to the partial list whatever the
+   active chunk holds, and the class's chunks with free blocks are
+   handed over (kp_chunk_shed), C and the active chunk with them.  */
 void
 kp_chunk_unfull (kp_chunk_t *c)
 {
@@ -1032,7 +1068,7 @@ kp_chunk_unfull (kp_chunk_t *c)
   kp_full_remove (h, c);
   c->used--;
   kp_chunk_t *a = kp_tc.active[cls];
-  if (a->free != NULL)
+  if (a->free != NULL || kp_heap_shedding (h, KP_SHED_STREAK))
     {
       kp_partial_push (h, c);
       if (kp_unlikely (++h->unfull_streak > KP_SHED_STREAK)
@@ -1241,9 +1277,14 @@ kp_free_remote_slow (void *p, kp_chunk_t *c, kp_heap_t *h)
   kp_block_mark_remote (b);
   /* A thread that allocates blocks of the class takes these back: a
      bound at or below what it frees between two of its mallocs would
-     hand them to their owner every time.  */
+     hand them to their owner every time.  A thread that is tearing a
+     working set down (kp_heap_shedding) does not batch: its remote frees
+     are mostly into the chunks it shed, whose pages the background
+     purge gives back, and a batch would hold their blocks for as long
+     as the thread then waits.  */
   uint32_t limit = kp_class_rbatch_limit[kp_thread_uses_class (cls)][cls];
-  if (kp_unlikely (!kp_heap_live (h)) || limit == 0)
+  if (kp_unlikely (!kp_heap_live (h)) || limit == 0
+      || kp_heap_shedding (h, KP_SHED_STREAK + 1))
     {
       kp_remote_count (h, false, cls, 1);
       kp_remote_push (c, b, b, 1);

@@ -197,9 +197,10 @@ kp_round_up (size_t n, size_t to)
    an optimisation, not a duty.  */
 #define KP_ADOPT_REGIONS 32
 /* Full chunks a thread's frees move to its partial lists with no
-   refill in between, past which it sheds its oldest partial chunks of
-   the class (chunk.c, kp_chunk_shed): a thread that frees that much
-   and allocates nothing is tearing a working set down.  */
+   refill in between, past which it sheds every chunk of the class with
+   free blocks, its active chunk included (chunk.c, kp_chunk_shed): a
+   thread that frees that much and allocates nothing is tearing a
+   working set down.  */
 #define KP_SHED_STREAK 16
 /* The large recycle cache (cache.c): blocks in a thread's first level,
    mappings in the shared second level, and the default cap.  */
@@ -801,7 +802,7 @@ struct kp_heap
   uint32_t decay_now, decay_last, decay_ticks;
   /* Full chunks that frees moved to the partial lists since the last
      refill (kp_chunk_unfull): past KP_SHED_STREAK the thread is
-     freeing a working set, and hands its oldest partial chunks over
+     freeing a working set, and hands its chunks with free blocks over
      (kp_chunk_shed).  Owner-only.  */
   uint32_t unfull_streak;
   /* What each class's active chunk looked like at the last pass: the

@@ -103,23 +103,28 @@ kt_trim_after_free (void *arg)
                 "(1, then 0)", r1, r2);
       return msg;
     }
-  /* Every page goes, but the one that the bump pointer of the active
-     chunk of the class ends in: only pages wholly below it can go, and
-     the active chunk stays with its thread.  (That page may hold none
-     of the blocks: the chunk links a page's blocks at a time.)  */
-  if (k == SIZE_MAX || trimmed > 1 || s1.classes[k].resident_bytes > KT_PAGE
-      || trimmed * KT_PAGE > s1.classes[k].resident_bytes)
+  /* Freed in order, the blocks turn the chunks partial one after the
+     other with no malloc between: the thread sheds them (kp_chunk_shed),
+     the active chunk too, and the emptied chunks go back to their
+     regions as free units whose pages stay resident, within the dirty
+     budget.  The trim gives back every one of those pages (and those
+     of the free units that were there before): none of the blocks'
+     pages stays, the class has no chunk left, and the free units'
+     bytes go from at least the blocks' pages to 0.  */
+  if (k == SIZE_MAX || trimmed != 0 || s1.classes[k].resident_bytes != 0)
     {
       snprintf (msg, sizeof msg, "after the trim %zu pages of the blocks "
                 "are resident, the class counts %zu bytes", trimmed,
                 k == SIZE_MAX ? 0 : s1.classes[k].resident_bytes);
       return msg;
     }
-  if (s1.dirty_bytes != 0 || s1.classes[k].chunks != 1
+  if (s0.classes[k].chunks != 0 || s1.classes[k].chunks != 0
       || s1.classes[k].live_blocks != 0
-      || s1.purge_pages == s0.purge_pages)
+      || s0.dirty_bytes < np * KT_PAGE || s1.dirty_bytes != 0
+      || s1.discard_pages - s0.discard_pages < s0.dirty_bytes / KT_PAGE)
     return "the statistics after the trim are off";
-  if (s2.purge_pages != s1.purge_pages || s2.purge_calls != s1.purge_calls)
+  if (s2.purge_pages != s1.purge_pages || s2.purge_calls != s1.purge_calls
+      || s2.discard_pages != s1.discard_pages)
     return "the second trim gave pages back";
   /* The blocks in the pages given back serve requests again.  */
   for (size_t i = 0; i < NBLK; i++)

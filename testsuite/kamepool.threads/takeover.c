@@ -120,9 +120,9 @@ static void *shed_blk[SHED_CHUNKS * SHED_PER];
    to a chunk, in a class of which no chunk is live (*K: its row of the
    statistics, SIZE_MAX until all went well), and then frees the first
    block of each: past 16 such frees with no malloc in between it is
-   tearing a working set down, and hands its partial chunks over but
-   the newest (kp_chunk_shed; the first chunk freed into became the
-   active one), TAKEN of them at least.  *S2: the statistics after.  */
+   tearing a working set down, and hands its chunks with free blocks
+   over (kp_chunk_shed), TAKEN of them at least.  *S2: the statistics
+   after.  */
 static void
 fill_and_shed (void **blk, size_t size, size_t per, size_t *k,
                kame_pool_stats_t *s2)
@@ -158,7 +158,8 @@ KT_TEST (a_thread_takes_back_the_chunks_it_shed)
   fill_and_shed (shed_blk, SHED_SIZE, SHED_PER, &k, &s2);
   KT_CHECK (k != SIZE_MAX);
   /* Chunk 0 took the active chunk's place at the first free (which
-     had no free block); the shed chunks are those after it.  */
+     had no free block); the shed chunks are those after it, and chunk
+     0 too.  */
   for (size_t c = 1; c <= TAKEN; c++)
     {
       kame_pool_free (shed_blk[c * SHED_PER + 1]);

@@ -3,6 +3,7 @@
    reported and dropped, and once the pages are in use again no block
    is handed out twice.
    kptest-env: KAME_POOL_DECAY_MS=0 KAME_POOL_ON_MISUSE=report
+   kptest-env: KAME_POOL_BACKGROUND_PURGE=0
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

@@ -4,7 +4,13 @@
    in such a page lost its free tag with the page, and is on no list:
    the owner's free finds the page's bit; a free by another thread goes
    on the chunk's remote list, and the owner drops it with the report
-   when it collects that list.
+   when it collects that list.  With the background purge off
+   (KAME_POOL_BACKGROUND_PURGE=0): the scattered frees turn the chunks
+   partial with no malloc between, and with the purge on the thread
+   would hand them over (kp_chunk_shed); the purge thread's walk of
+   their free lists would then race with the double free itself,
+   which ThreadSanitizer reports.  Off, the chunks stay with their
+   thread, whose decay gives their pages back, as the cases need.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL

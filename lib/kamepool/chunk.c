@@ -995,9 +995,10 @@ kp_chunk_shed_one (kp_heap_t *h, kp_chunk_t *c, bool tails, size_t *calls,
    their freed blocks for as long as the thread then waited.  The
    thread's frees into a chunk it shed take it back
    (kp_abandoned_collect), so the chunk it freed into last stays with
-   it: letting such chunks go again cost a free into one a take-over
-   and a let-go, and perl's random teardown of issue 36 13 % more
-   instructions.  Not with the background purge off: the owner's own
+   it: letting such chunks go again would make each such free a
+   take-over, a collect and a let-go, which a teardown in random order
+   pays on most of its frees (bench/README, issue 36, tenth sitting).
+   Not with the background purge off: the owner's own
    passes purge its partial chunks, and no one would purge the
    abandoned ones.  The end of a free: the thread may be made.  */
 static KP_NOINLINE void

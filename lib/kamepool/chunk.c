@@ -998,9 +998,9 @@ kp_chunk_shed_one (kp_heap_t *h, kp_chunk_t *c, bool tails, size_t *calls,
    it: letting such chunks go again would make each such free a
    take-over, a collect and a let-go, which a teardown in random order
    pays on most of its frees (bench/README, issue 36, tenth sitting).
-   Not with the background purge off: the owner's own
-   passes purge its partial chunks, and no one would purge the
-   abandoned ones.  The end of a free: the thread may be made.  */
+   Not with the background purge off: the owner's own passes purge its
+   partial chunks, and no one would purge the abandoned ones.  The end
+   of a free: the thread may be made.  */
 static KP_NOINLINE void
 kp_chunk_shed (kp_heap_t *h, unsigned cls)
 {
@@ -1072,8 +1072,8 @@ kp_chunk_unfull (kp_chunk_t *c)
   if (a->free != NULL || kp_heap_shedding (h, KP_SHED_STREAK))
     {
       kp_partial_push (h, c);
-      if (kp_unlikely (++h->unfull_streak > KP_SHED_STREAK)
-          && kp_setting (&kp_background_purge))
+      ++h->unfull_streak;
+      if (kp_unlikely (kp_heap_shedding (h, KP_SHED_STREAK + 1)))
         kp_chunk_shed (h, cls);
       return;
     }

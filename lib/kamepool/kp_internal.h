@@ -140,7 +140,7 @@
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
 #define KP_LUT_MAX 32768                        /* largest in kp_class_lut */
-#define KP_NCLASS 87
+#define KP_NCLASS 89
 /* The classes above KP_OWNED_MAX, whose chunks the threads share
    (shared.c): the last KP_NSHARED classes, the mid classes, from
    34816 bytes up.  */

@@ -1,4 +1,4 @@
-/* sizeclass.c -- the 87 fixed size classes and the size -> class tables.
+/* sizeclass.c -- the 89 fixed size classes and the size -> class tables.
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
@@ -6,12 +6,12 @@
 
    16-byte steps up to 368, then 384, 448, 512, then four classes per
    octave with a power of two at each octave boundary (sixteen from
-   4096 to 8192, 256 bytes apart), and one more 64 bytes above each
-   power of two from 512 to 16384.  Every class is a multiple of 16
-   and chunk data starts on a 256 KiB boundary, so a block's natural
-   alignment is the lowest set bit of its class size: 4096, 8192,
-   16384 and 32768 are exact and page-aligned.  Above 368 bytes the
-   internal waste is under 20 %.
+   4096 to 8192, 256 bytes apart), one more 64 bytes above each power
+   of two from 512 to 16384, and 16 bytes above 512 and 1024.  Every
+   class is a multiple of 16 and chunk data starts on a 256 KiB
+   boundary, so a block's natural alignment is the lowest set bit of
+   its class size: 4096, 8192, 16384 and 32768 are exact and
+   page-aligned.  Above 368 bytes the internal waste is under 20 %.
 
    Why the classes 64 bytes above a power of two (576, 1088, 2112,
    4160, 8256, 16448): a request of a power of two and a small header
@@ -19,17 +19,18 @@
    ours) is common, and the next class of the four per octave wasted a
    fifth of it.  Why sixteen classes from 4096 to 8192: a page and a
    header larger than 64 bytes (a database's page cache: sqlite's 4368
-   bytes) took 5184 with four, 4672 with eight, and takes 4416.
-   Debian's sqlite3 on the workload of issue 36 held 167 MiB at its
-   peak with 69 classes, 146 with 79 and 144 with these 87 (glibc,
-   which fits each request to 16 bytes, 133.6 MiB).  Why not 528 and
-   1040 too, for a power of two and a header of 8 or 16 bytes (sqlite
-   adds 8 to every request; 1032, its commonest size, takes 1088):
-   sqlite would peak 3 MiB lower, but each class costs a thread that
-   stops allocating the pages of its active and newest partial chunks
-   of the class, which only its own passes give back, and the idle
-   program of issue 36 with a warm thread kept 24.3 MiB instead of
-   23.7, past its bound of 24.
+   bytes) took 5184 with four, 4672 with eight, and takes 4416.  Why
+   528 and 1040: a power of two and a header of 8 or 16 bytes (sqlite
+   adds 8 to every request, and 1032 is its commonest size) took 576
+   and 1088, a tenth and a twentieth more.  Debian's sqlite3 on the
+   workload of issue 36 held 167 MiB at its peak with 69 classes, 146
+   with 79, 144 with 87 and 139 with these 89 (glibc, which fits each
+   request to 16 bytes, 133.6 MiB).  Each class may cost an idle thread
+   the pages of a chunk it keeps: one, since a thread that frees a
+   working set of a class hands its other chunks over (kp_chunk_shed);
+   with these two, the idle program of issue 36 keeps 0.6 MiB more,
+   under its bound of 24 (when a thread kept its active and its newest
+   partial chunk of each class, they took it past).
 
    The other classes between 4 KiB and 32 KiB are odd multiples of 64
    bytes (5184, not 5120; 4416, not 4352): the first lines of the
@@ -56,8 +57,8 @@
 #define KP_CLASS_SIZES(X) \
   X (16) X (32) X (48) X (64) X (80) X (96) X (112) X (128) X (144) X (160) \
   X (176) X (192) X (208) X (224) X (240) X (256) X (272) X (288) X (304) \
-  X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (576) X (640) \
-  X (768) X (896) X (1024) X (1088) X (1280) X (1536) X (1792) X (2048) \
+  X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (528) X (576) X (640) \
+  X (768) X (896) X (1024) X (1040) X (1088) X (1280) X (1536) X (1792) X (2048) \
   X (2112) X (2560) X (3072) X (3584) X (4096) X (4160) X (4416) \
   X (4672) X (4928) X (5184) X (5440) X (5696) X (5952) X (6208) X (6464) \
   X (6720) X (6976) X (7232) X (7488) X (7744) X (8000) X (8192) X (8256) \
@@ -90,7 +91,7 @@ const uint8_t kp_class_rbatch_limit[2][KP_NCLASS] = {
    4 units (the decay's page bitmap covers 4).  */
 const uint8_t kp_class_units[KP_NCLASS] = {
   1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-  1, 1, 1,
+  1, 1, 1, 1, 1,
   1, 1, 1, 1, 1,
   1, 1, 1, 1, 1,
   1, 1, 1, 1, 1,

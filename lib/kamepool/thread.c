@@ -22,7 +22,7 @@ kp_chunk_t kp_empty_chunk;
   KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_1, \
   KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1
 
-_Static_assert (KP_NCLASS == 87, "the initialiser below lists 87 classes");
+_Static_assert (KP_NCLASS == 89, "the initialiser below lists 89 classes");
 
 /* The thread cache.  It starts pointing at sentinels, so neither path
    tests for "not initialised": the first malloc finds an empty free
@@ -31,7 +31,8 @@ __thread kp_tcache_t kp_tc KP_TLS_ATTR = {
   .heap = &kp_heap_none,
   .active = { KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23, KP_EMPTY_ACTIVE_23,
   KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5, KP_EMPTY_ACTIVE_5,
-  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1 }
+  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1,
+  KP_EMPTY_ACTIVE_1, KP_EMPTY_ACTIVE_1 }
 };
 
 /* The sentinel heaps stay all zero: nothing is ever stored in them

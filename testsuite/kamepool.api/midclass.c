@@ -18,7 +18,7 @@
 #define KIB ((size_t) 1024)
 #define MIB (KIB * KIB)
 #define UNIT (256 * KIB)
-#define FIRST_MID 68            /* kt_classes[68] = 34816 */
+#define FIRST_MID 70            /* kt_classes[70] = 34816 */
 
 /* Every mid class: the first class above 32768 is row 68, the blocks of
    one new chunk are 1 MiB / M of them, at multiples of the class from

@@ -85,18 +85,18 @@ KT_TEST (stats_fill_only_the_fields_of_the_callers_version)
              and nothing written past them.  */
           KT_CHECK_EQ (s.nclasses, 64);
           KT_CHECK_EQ (s.classes[0].block_size, 16);
-          KT_CHECK_EQ (s.classes[59].block_size, 10304);
-          KT_CHECK_EQ (s.classes[63].block_size, 16448);
+          KT_CHECK_EQ (s.classes[61].block_size, 10304);
+          KT_CHECK_EQ (s.classes[63].block_size, 14400);
           KT_CHECK_EQ (s.classes[64].block_size, UNTOUCHED);
         }
       else
         {
-          KT_CHECK_EQ (s.nclasses, 87);
+          KT_CHECK_EQ (s.nclasses, 89);
           KT_CHECK_EQ (s.classes[0].block_size, 16);
-          KT_CHECK_EQ (s.classes[67].block_size, 32768);
-          KT_CHECK_EQ (s.classes[68].block_size, 34816);
-          KT_CHECK_EQ (s.classes[86].block_size, 208896);
-          KT_CHECK_EQ (s.classes[87].block_size, 0);
+          KT_CHECK_EQ (s.classes[69].block_size, 32768);
+          KT_CHECK_EQ (s.classes[70].block_size, 34816);
+          KT_CHECK_EQ (s.classes[88].block_size, 208896);
+          KT_CHECK_EQ (s.classes[89].block_size, 0);
           KT_CHECK (s.small_live_bytes >= 64);
           KT_CHECK_EQ (s.small_free_bytes,
                        s.small_resident_bytes - s.small_live_bytes);

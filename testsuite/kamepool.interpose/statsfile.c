@@ -248,7 +248,7 @@ static const char json_check[] =
   "assert list(d) == top, list(d)\n"
   "assert d['pid'] == int(sys.argv[2]), d['pid']\n"
   "assert d['version'] == int(sys.argv[3]), d['version']\n"
-  "assert d['nclasses'] == len(d['classes']) == 87, d['nclasses']\n"
+  "assert d['nclasses'] == len(d['classes']) == 89, d['nclasses']\n"
   "row = ['class', 'block_size', 'chunks', 'live_blocks', 'free_blocks',\n"
   "  'resident_bytes']\n"
   "for i, c in enumerate(d['classes']):\n"
@@ -312,8 +312,8 @@ KT_TEST (stats_format_json_is_one_object_a_json_parser_reads)
       char jq[4096];
       snprintf (jq, sizeof jq, "%s", find_program ("jq"));
       char expr[256];
-      snprintf (expr, sizeof expr, "(.pid == %s) and (.nclasses == 87) and "
-                "(.classes | length == 87) and (.settings.stats == \"on\")",
+      snprintf (expr, sizeof expr, "(.pid == %s) and (.nclasses == 89) and "
+                "(.classes | length == 89) and (.settings.stats == \"on\")",
                 pidbuf);
       char *cargv[] = { jq, (char *) "-e", expr, file, NULL };
       static const char *const none[] = { NULL };

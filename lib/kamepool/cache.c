@@ -170,11 +170,12 @@ kp_l2_bytes (void)
   return atomic_load_explicit (&kp_l2_total, memory_order_relaxed);
 }
 
-/* The bytes of H's free streak, without the decay's mark.  */
+/* The bytes of H's free streak, without the decay's and the loans'
+   marks.  */
 static inline size_t
 kp_streak_bytes (const kp_heap_t *h)
 {
-  return h->cache.free_streak & ~KP_STREAK_MARK;
+  return h->cache.free_streak & ~(KP_STREAK_MARK | KP_LEND_MARK);
 }
 
 /* The bytes H's first level holds.  */
@@ -837,7 +838,6 @@ kp_cache_decay (kp_heap_t *h, uint32_t now, uint32_t delay, size_t *calls)
   for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     h->cache.l1_seen[i] = kp_l1_get (h, i);
   h->cache.l1_seen_at = now;
-  h->cache.l1_seen_fresh = h->cache.fresh_units;
   h->cache.free_streak |= KP_STREAK_MARK;
   return pages + kp_l2_decay (now, delay, calls);
 }
@@ -866,32 +866,49 @@ kp_cache_bytes (void)
 
 /* Lend H's idle cached blocks to small chunks: release to the free
    units, resident and for any small chunk to claim (KP_PAGES_LAZY_SMALL),
-   each dedicated chunk of H's first level that the last decay pass saw
-   there, with no large allocation by H since, when H has since claimed
-   at least as many units not resident for its small chunks as the
-   block has.  A program that grows its small blocks past a large one
-   it freed (a hash table grown by realloc leaves the old table) then
-   uses those pages instead of faulting in new ones, as it would in an
-   allocator that reuses a freed block's memory for any size; a block
-   that the next large request of its size would take waits first, and
-   the units no small chunk takes still serve a dedicated chunk
-   (kp_units_claim).  Mappings are not lent: they are not units.  True
-   when one was lent.  */
+   each dedicated chunk of H's first level that an earlier call noted
+   there, with no large allocation by H since (KP_LEND_MARK), when H
+   has since claimed at least as many units not resident for its small
+   chunks as the block has; and note the entries not noted yet.  A
+   program that grows its small blocks past a large one it freed (a
+   hash table grown by realloc leaves the old table) then uses those
+   pages instead of faulting in new ones, as it would in an allocator
+   that reuses a freed block's memory for any size; a block that the
+   next large request of its size would take waits first, and the
+   units no small chunk takes still serve a dedicated chunk
+   (kp_units_claim).  The notes are the loans' own, one an entry, not
+   the decay pass's of the whole level: a loan that waited for a pass,
+   every half delay, came or not depending on when the program grew,
+   and a block freed after the pass waited for the next one (sqlite on
+   issue 36's workload faulted 800 more pages when its last block was
+   not lent).  Mappings are not lent: they are not units.  True when
+   one was lent.  */
 static bool
 kp_cache_lend (kp_heap_t *h)
 {
-  if (!(h->cache.free_streak & KP_STREAK_MARK))
-    return false;
-  size_t fresh = h->cache.fresh_units - h->cache.l1_seen_fresh;
+  if (!(h->cache.free_streak & KP_LEND_MARK))
+    {
+      for (unsigned i = 0; i < KP_L1_SLOTS; i++)
+        h->cache.lend_seen[i] = 0;
+      h->cache.free_streak |= KP_LEND_MARK;
+    }
+  size_t fresh = h->cache.fresh_units;
   bool lent = false;
   for (unsigned i = 0; i < KP_L1_SLOTS; i++)
     {
       uintptr_t e = kp_l1_get (h, i);
-      if (e != 0 && e == h->cache.l1_seen[i] && !kp_entry_is_mapping (e)
-          && fresh >= kp_entry_bytes (e) >> KP_UNIT_SHIFT)
+      if (e == 0 || kp_entry_is_mapping (e))
+        continue;
+      if (e != h->cache.lend_seen[i])
+        {
+          h->cache.lend_seen[i] = e;
+          h->cache.lend_fresh[i] = fresh;
+        }
+      else if (fresh - h->cache.lend_fresh[i]
+               >= kp_entry_bytes (e) >> KP_UNIT_SHIFT)
         {
           kp_l1_take (h, i);
-          h->cache.l1_seen[i] = 0;
+          h->cache.lend_seen[i] = 0;
           kp_owner_add (&h->cache.lent_blocks, 1);
           kp_owner_add (&h->cache.lent_bytes, kp_entry_bytes (e));
           kp_units_release (kp_entry_chunk_desc (kp_entry_base (e)),

@@ -696,9 +696,12 @@ typedef struct kp_heap_cache
   uintptr_t l1_seen[KP_L1_SLOTS];
   uint32_t l1_seen_at;
   /* Owner-only: the units this thread claimed for small chunks with
-     their pages not resident, ever (kp_units_claim_retry), and that
-     count at the last decay pass (kp_cache_lend).  */
-  size_t fresh_units, l1_seen_fresh;
+     their pages not resident, ever (kp_units_claim_retry); and each
+     entry of the first level as the loans last noted it, with that
+     count then (kp_cache_lend; KP_LEND_MARK in free_streak).  */
+  size_t fresh_units;
+  uintptr_t lend_seen[KP_L1_SLOTS];
+  size_t lend_fresh[KP_L1_SLOTS];
   /* The blocks of the first level lent to small chunks, ever, and
      their bytes (kp_cache_lend): owner-only counters (kp_owner_add),
      read relaxed by kame_pool_get_stats.  */
@@ -714,6 +717,10 @@ typedef struct kp_heap_cache
    first level was used (kp_cache_decay); every reader of the streak's
    bytes masks it (kp_streak_bytes).  */
 #define KP_STREAK_MARK ((size_t) 1 << (sizeof (size_t) * 8 - 1))
+/* The next bit: set by kp_cache_lend when it notes the first level,
+   cleared as KP_STREAK_MARK is (a large allocation ends every loan's
+   wait).  */
+#define KP_LEND_MARK ((size_t) 1 << (sizeof (size_t) * 8 - 2))
 
 /* A thread's counts of the large tier (large.c), each a number of
    blocks and their bytes: KP_LARGE_LIVE, its mappings, made minus freed;
@@ -1436,7 +1443,7 @@ enum kp_release_pages
   KP_PAGES_KEEP,                /* keep them resident */
   KP_PAGES_LAZY,                /* keep them while the dirty budget allows */
   KP_PAGES_LAZY_LARGE,          /* same, with the large tier's budget */
-  KP_PAGES_LAZY_SMALL,          /* LAZY, and any small chunk may take them
+  KP_PAGES_LAZY_SMALL,          /* LAZY_LARGE, and any small chunk may take them
                                    (a cached block lent, kp_cache_lend) */
   KP_PAGES_DISCARD              /* return them to the kernel now */
 };

@@ -1443,7 +1443,7 @@ enum kp_release_pages
   KP_PAGES_KEEP,                /* keep them resident */
   KP_PAGES_LAZY,                /* keep them while the dirty budget allows */
   KP_PAGES_LAZY_LARGE,          /* same, with the large tier's budget */
-  KP_PAGES_LAZY_SMALL,          /* LAZY_LARGE, and any small chunk may take them
+  KP_PAGES_LAZY_SMALL,          /* LAZY, and any small chunk may take them
                                    (a cached block lent, kp_cache_lend) */
   KP_PAGES_DISCARD              /* return them to the kernel now */
 };

@@ -1082,15 +1082,9 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
       /* The large tier's budget is the large cache's cap: freed
          dedicated chunks past the thread's first-level cache come
          here, not to a second cache level, and the free runs they
-         leave coalesce and serve any size (kp_units_claim).  A block
-         the cache lends to small chunks (KP_PAGES_LAZY_SMALL) has
-         the same: its bytes were within the cap, and the claim that
-         had it lent takes its units next; under the small budget a
-         loan of three blocks at once gave the third back, to be
-         faulted in again by that claim.  */
+         leave coalesce and serve any size (kp_units_claim).  */
       size_t budget = kp_dirty_budget (units,
-                                       pages == KP_PAGES_LAZY_LARGE
-                                       || pages == KP_PAGES_LAZY_SMALL);
+                                       pages == KP_PAGES_LAZY_LARGE);
       if (atomic_load_explicit (&kp_dirty_count, memory_order_relaxed)
           + bytes > budget)
         {

@@ -6,8 +6,9 @@
 
    16-byte steps up to 368, then 384, 448, 512, then four classes per
    octave with a power of two at each octave boundary (sixteen from
-   4096 to 8192, 256 bytes apart), one more 64 bytes above each power
-   of two from 512 to 16384, and 16 bytes above 512 and 1024.  Every
+   4096 to 8192: 4160, 4368, then 256 bytes apart from 4672), one more
+   64 bytes above each power of two from 512 to 16384, 16 bytes above
+   512 and 1024, and 272 above 4096.  Every
    class is a multiple of 16 and chunk data starts on a 256 KiB
    boundary, so a block's natural alignment is the lowest set bit of
    its class size: 4096, 8192, 16384 and 32768 are exact and
@@ -19,7 +20,8 @@
    ours) is common, and the next class of the four per octave wasted a
    fifth of it.  Why sixteen classes from 4096 to 8192: a page and a
    header larger than 64 bytes (a database's page cache: sqlite's 4368
-   bytes) took 5184 with four, 4672 with eight, and takes 4416.  Why
+   bytes) took 5184 with four, 4672 with eight, 4416 with sixteen
+   256 bytes apart, and has its own class.  Why
    528 and 1040: a power of two and a header of 8 or 16 bytes (sqlite
    adds 8 to every request, and 1032 is its commonest size) took 576
    and 1088, a tenth and a twentieth more.  Debian's sqlite3 on the
@@ -32,8 +34,14 @@
    under its bound of 24 (when a thread kept its active and its newest
    partial chunk of each class, they took it past).
 
+   Why 4368 and not 4416: sqlite's page cache holds tens of thousands
+   of such blocks at its peak, and 4416 wasted 48 bytes of each
+   (bench/README, issue 36, twelfth sitting).  It is a multiple of 16
+   but not of 64, so 32 of its blocks start at 20 line offsets in a
+   page, not 32; still far from the one to four below.
+
    The other classes between 4 KiB and 32 KiB are odd multiples of 64
-   bytes (5184, not 5120; 4416, not 4352): the first lines of the
+   bytes (5184, not 5120; 4672, not 4608): the first lines of the
    blocks of a chunk, which malloc and free read and write, then fall
    at as many different offsets in a page as the chunk has blocks (up
    to 64), and so in as many sets of a cache indexed by the address,
@@ -60,7 +68,7 @@
   X (320) X (336) X (352) X (368) X (384) X (448) X (512) X (528) X (576) \
   X (640) X (768) X (896) X (1024) X (1040) X (1088) X (1280) X (1536) \
   X (1792) X (2048) X (2112) X (2560) X (3072) X (3584) X (4096) X (4160) \
-  X (4416) \
+  X (4368) \
   X (4672) X (4928) X (5184) X (5440) X (5696) X (5952) X (6208) X (6464) \
   X (6720) X (6976) X (7232) X (7488) X (7744) X (8000) X (8192) X (8256) \
   X (10304) \

@@ -534,8 +534,11 @@ KT_TEST (a_list_freed_in_order_keeps_only_the_active_chunk)
    their blocks' first lines fall at different offsets in a page (and
    so in different sets of the caches): 32 blocks of a class nobody
    used yet, all in its first chunk, start at 32 different line
-   offsets.  The powers of two
-   keep their natural alignment: every block starts a page.  */
+   offsets.  One exception, 4368 (a page and the 272 bytes of header
+   of sqlite's page cache entries, a multiple of 16): its 32 first
+   blocks start at 20 line offsets, as many as the offsets of
+   K * 4368 modulo a page give.  The powers of two keep their natural
+   alignment: every block starts a page.  */
 KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
 {
   enum { N = 32 };
@@ -545,8 +548,9 @@ KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
       if (size <= 4096 || size > 32768)
         continue;
       bool pow2 = (size & (size - 1)) == 0;
-      if (!pow2 && size % 128 != 64)
+      if (!pow2 && size % 128 != 64 && size != 4368)
         KT_FAILF ("class %zu is not an odd multiple of 64 bytes", size);
+      size_t want = pow2 ? 1 : size == 4368 ? 20 : N;
       void *p[N];
       bool seen[64] = { false };
       size_t offsets = 0;
@@ -560,7 +564,7 @@ KT_TEST (blocks_from_4_to_32_kib_start_at_many_line_offsets_in_a_page)
             offsets++;
           seen[line] = true;
         }
-      if (offsets != (pow2 ? 1 : N) || (pow2 && !seen[0]))
+      if (offsets != want || (pow2 && !seen[0]))
         KT_FAILF ("%zu blocks of class %zu start at %zu line offsets in "
                   "their pages", (size_t) N, size, offsets);
       for (size_t i = 0; i < N; i++)

@@ -61,9 +61,10 @@
    gaps of mean KAME_POOL_GUARD_SAMPLE bytes from a random state of
    its own and takes the block.
 
-   Stacks.  prof.c's unwinder (kp_prof_unwind), at the guarded malloc
-   and free, before the lock; kp_tc.prof_busy makes any malloc made
-   inside it unsampled.
+   Stacks.  prof.c's stepwise unwinder (kp_prof_unwind_stepwise, which
+   keeps no cache per thread), at the guarded malloc and free, before
+   the lock; kp_tc.prof_busy makes any malloc made inside it
+   unsampled.
 
    Fork.  The lock is a kp_sample_lock_t (prof.c), whose word names its
    holder: a fork from a signal handler that interrupted this thread
@@ -299,7 +300,7 @@ kp_guard_malloc (size_t n, size_t align)
   kp_tcache_t *tc = &kp_tc;
   tc->prof_busy = true;
   uintptr_t pc[KP_GUARD_DEPTH];
-  size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
+  size_t depth = kp_prof_unwind_stepwise (pc, KP_GUARD_DEPTH);
   void *p = NULL;
   kp_sample_lock (&kp_guard_lock);
   if (!atomic_load_explicit (&kp_guard_ready, memory_order_relaxed)
@@ -522,7 +523,7 @@ kp_guard_free (const char *call, void *p)
   bool busy = tc->prof_busy;
   tc->prof_busy = true;
   uintptr_t pc[KP_GUARD_DEPTH];
-  size_t depth = kp_prof_unwind (pc, KP_GUARD_DEPTH);
+  size_t depth = kp_prof_unwind_stepwise (pc, KP_GUARD_DEPTH);
   tc->prof_busy = busy;
   kp_sample_lock (&kp_guard_lock);
   ptrdiff_t i = kp_guard_live_slot (p);

@@ -1164,8 +1164,12 @@ KP_HIDDEN size_t kp_prof_table_bytes (size_t *stacks, size_t *shortened,
 /* The return addresses of the calling thread's stack, innermost first,
    without this library's frames (known once kp_prof_unwind_init ran):
    at most MAX in PC, their number.  May call malloc on its first use.
-   Shared with guarded sampling (guard.c).  */
+   kp_prof_unwind is the heap profile's (libunwind's fast trace, which
+   keeps a cache of 256 KiB in each thread that walks);
+   kp_prof_unwind_stepwise guarded sampling's (a step at a time, no
+   per-thread state).  */
 KP_HIDDEN size_t kp_prof_unwind (uintptr_t *pc, size_t max);
+KP_HIDDEN size_t kp_prof_unwind_stepwise (uintptr_t *pc, size_t max);
 KP_HIDDEN void kp_prof_unwind_init (void);
 /* The sampled blocks handed out ever and their bytes, and those live
    now: no lock, a snapshot of the counts (prof.c).  */

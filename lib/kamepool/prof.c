@@ -32,9 +32,10 @@
    --with-libunwind), else libgcc's _Unwind_Backtrace, walks the
    caller's stack through the .eh_frame tables, so it works in programs
    built without frame pointers (doc/kamepool-design.md says why these
-   unwinders, and what each costs).  Either may call malloc on its
-   first use; kp_tc.prof_busy makes such calls, and
-   any other malloc made while the thread is in here, unsampled.  The
+   unwinders, and what each costs); guarded sampling's walks go a frame
+   at a time with unw_step, which keeps no cache per thread.  Either
+   may call malloc on its first use; kp_tc.prof_busy makes such calls,
+   and any other malloc made while the thread is in here, unsampled.  The
    frames of this library (and of its caller's malloc) are dropped from
    the top.  Identical stacks share one record: an open-addressing
    table of indices into an array of records, both mapped at start-up
@@ -309,9 +310,26 @@ kp_prof_frame (struct _Unwind_Context *ctx, void *arg)
 }
 #endif
 
+/* Drop the leading frames of PC[0..N) that are in this library,
+   moving the rest to the front; the number left.  A stack whose every
+   frame is in it is kept whole.  */
+static size_t
+kp_prof_drop_own (uintptr_t *pc, size_t n)
+{
+  size_t skip = 0;
+  while (skip < n && pc[skip] >= kp_prof_text_lo
+         && pc[skip] < kp_prof_text_hi)
+    skip++;
+  if (skip == n)
+    skip = 0;
+  memmove (pc, pc + skip, (n - skip) * sizeof *pc);
+  return n - skip;
+}
+
 /* The return addresses of the calling thread's stack, innermost first,
-   without the frames in this library; their number.  Also guarded
-   sampling's (guard.c).  */
+   without the frames in this library; their number.  The heap
+   profile's: libunwind's fast trace, with its cache of 256 KiB per
+   thread.  */
 size_t
 kp_prof_unwind (uintptr_t *pc, size_t max)
 {
@@ -323,14 +341,32 @@ kp_prof_unwind (uintptr_t *pc, size_t max)
   _Unwind_Backtrace (kp_prof_frame, &w);
   size_t n = w.n;
 #endif
-  size_t skip = 0;
-  while (skip < n && pc[skip] >= kp_prof_text_lo
-         && pc[skip] < kp_prof_text_hi)
-    skip++;
-  if (skip == n)
-    skip = 0;
-  memmove (pc, pc + skip, (n - skip) * sizeof *pc);
-  return n - skip;
+  return kp_prof_drop_own (pc, n);
+}
+
+/* The same stack, walked a frame at a time through the DWARF tables
+   (unw_step) with no per-thread state: guarded sampling's (guard.c),
+   whose samples are too rare for the fast trace's cache to pay back
+   its 256 KiB in every thread that samples.  */
+size_t
+kp_prof_unwind_stepwise (uintptr_t *pc, size_t max)
+{
+#if KP_HAVE_LIBUNWIND
+  unw_context_t uc;
+  unw_cursor_t cursor;
+  size_t n = 0;
+  if (unw_getcontext (&uc) == 0 && unw_init_local (&cursor, &uc) == 0)
+    while (n < max && unw_step (&cursor) > 0)
+      {
+        unw_word_t ip;
+        if (unw_get_reg (&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+          break;
+        pc[n++] = (uintptr_t) ip;
+      }
+  return kp_prof_drop_own (pc, n);
+#else
+  return kp_prof_unwind (pc, max);
+#endif
 }
 
 static uint64_t

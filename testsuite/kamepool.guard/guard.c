@@ -13,6 +13,7 @@
 #define _GNU_SOURCE 1
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "kame_pool.h"
 #include "kptest.h"
@@ -74,6 +76,40 @@ free_it (void *p)
 {
   guard_site_free (p);
   printf ("freer %d\n", tid ());
+  return NULL;
+}
+
+/* The process's resident KiB, counted page by page from its page
+   tables (/proc/self/smaps_rollup; statm's counters lag by up to 64
+   pages a CPU), read with no malloc: with every allocation sampled, a
+   malloc here would take a guarded slot of its own.  */
+static long
+rss_kib (void)
+{
+  char buf[2048];
+  int fd = open ("/proc/self/smaps_rollup", O_RDONLY);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read (fd, buf, sizeof buf - 1);
+  close (fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  const char *rss = strstr (buf, "\nRss:");
+  return rss != NULL ? strtol (rss + 5, NULL, 10) : -1;
+}
+
+/* A thread's first guarded block and its free: what they add to the
+   resident set, when another thread has sampled before (the unwinder's
+   tables and code already read).  */
+static void *
+first_sample_in_thread (void *arg)
+{
+  long *grew = arg;
+  long before = rss_kib ();
+  guard_site_free (guard_site_alloc (64));
+  long after = rss_kib ();
+  *grew = before < 0 || after < 0 ? -1 : after - before;
   return NULL;
 }
 
@@ -366,6 +402,18 @@ guard_child (void)
       /* No profile written at exit.  */
       _exit (0);
     }
+  else if (strcmp (mode, "thread_rss") == 0)
+    {
+      guard_site_free (guard_site_alloc (64));
+      long grew;
+      pthread_t t;
+      pthread_create (&t, NULL, first_sample_in_thread, &grew);
+      pthread_join (t, NULL);
+      if (grew >= 0 && grew < 64)
+        printf ("first sample of a thread: under 64 KiB\n");
+      else
+        printf ("first sample of a thread: %ld KiB\n", grew);
+    }
   else if (strcmp (mode, "correct") == 0)
     correct_use ();
   else if (strcmp (mode, "fork_in_handler") == 0)
@@ -616,6 +664,19 @@ KT_TEST (correct_use_reports_nothing)
                    "fork child 0\n");
 }
 
+/* A thread's first guarded sample keeps no unwinder state of its own:
+   libunwind's fast trace, which the heap profile uses, maps and fills
+   a cache of 256 KiB in each thread at its first walk; guarded
+   sampling walks a step at a time instead.  What the sample adds is a
+   slot's page, the thread's stack pages and the page tables.  */
+KT_TEST (a_threads_first_guarded_sample_adds_no_unwinder_cache)
+{
+  int status = run_child ("thread_rss", NULL);
+  KT_CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  KT_CHECK_STR_EQ (out, "first sample of a thread: under 64 KiB\n");
+  KT_CHECK_STR_EQ (err, "");
+}
+
 /* A fork from a signal handler that interrupted a guarded malloc or
    free, which held the pool's lock: neither the process nor its
    children hang, and the children work (kt_sampled_fork_in_handler).  */
@@ -743,6 +804,7 @@ KT_MAIN (KT_CASE (use_after_free_read_of_16_bytes_is_caught_with_both_stacks),
          KT_CASE (use_after_free_in_another_thread_than_the_freer_names_both),
          KT_CASE (a_full_pool_serves_from_the_pool_and_reuses_the_oldest_slot),
          KT_CASE (correct_use_reports_nothing),
+         KT_CASE (a_threads_first_guarded_sample_adds_no_unwinder_cache),
          KT_CASE (a_fork_from_a_handler_inside_a_guarded_call_does_not_hang),
          KT_CASE (stats_count_slots_blocks_and_reports_exactly),
          KT_CASE (guarded_sampling_and_the_heap_profile_run_together),

@@ -41,9 +41,11 @@ kp_os_map_aligned_flags (size_t size, size_t align, int flags)
    mapping right after the previous one, which is aligned when the
    previous was.  So a 32 MiB block allocated and freed in a loop
    costs one mmap and one munmap, without the over-map and trim
-   below.  */
+   below.  Only a mapping aligned to a region takes the hint: a page
+   of metadata (a heap record, the profile's tables) placed there
+   would send the next region-aligned mapping the long way.  */
   uintptr_t hint = atomic_load_explicit (&kp_os_hint, memory_order_relaxed);
-  if ((hint & (align - 1)) != 0)
+  if (align < KP_REGION_SIZE || (hint & (align - 1)) != 0)
     hint = 0;
   char *p = mmap ((void *) hint, size, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
@@ -77,7 +79,7 @@ kp_os_map_aligned_flags (size_t size, size_t align, int flags)
 }
 
 /* Address space that the pool commits page by page as it uses it (the
-   regions, the heap slabs): MAP_NORESERVE, so that the kernel's
+   regions, the heap records): MAP_NORESERVE, so that the kernel's
    overcommit accounting (vm.overcommit_memory=0) does not charge the
    whole reservation.  */
 void *

@@ -45,9 +45,11 @@ kp_heap_t kp_heap_shared;       /* owns the shared classes' chunks */
 /* Every heap record ever made, push-only.  A record is free for a new
    thread when in_use is 0: taken with an acquire CAS, given back with a
    release store, so a dead thread's last writes happen before the next
-   thread's first.  */
+   thread's first.  A new record is mapped alone, in whole pages: a
+   slab of several records linked at once wrote a page of each, and
+   every walk of the list (the statistics, the peak's measure) read
+   them, which a process with one thread paid in page faults.  */
 static kp_heap_t *_Atomic kp_heaps;
-#define KP_HEAP_SLAB (64 * 1024)
 
 kp_heap_t *
 kp_heap_acquire (void)
@@ -62,21 +64,19 @@ kp_heap_acquire (void)
                                                       memory_order_relaxed))
         return h;
     }
-  kp_heap_t *slab = kp_os_map_aligned (KP_HEAP_SLAB, kp_os_page_size ());
-  if (slab == NULL)
+  size_t page = kp_os_page_size ();
+  kp_heap_t *h = kp_os_map_aligned (kp_round_up (sizeof *h, page), page);
+  if (h == NULL)
     return NULL;
-  size_t n = KP_HEAP_SLAB / sizeof (kp_heap_t);
-  /* Keep the first record; link the slab and publish it in one CAS.  */
-  atomic_init (&slab[0].in_use, 1);
-  for (size_t i = 0; i + 1 < n; i++)
-    slab[i].pool_next = &slab[i + 1];
+  /* Taken by this thread before it is published.  */
+  atomic_init (&h->in_use, 1);
   kp_heap_t *head = atomic_load_explicit (&kp_heaps, memory_order_relaxed);
   do
-    slab[n - 1].pool_next = head;
-  while (!atomic_compare_exchange_weak_explicit (&kp_heaps, &head, slab,
+    h->pool_next = head;
+  while (!atomic_compare_exchange_weak_explicit (&kp_heaps, &head, h,
                                                  memory_order_release,
                                                  memory_order_relaxed));
-  return &slab[0];
+  return h;
 }
 
 kp_heap_t *

@@ -134,6 +134,19 @@ kp_footprint_peak_bytes (void)
    pages in again.  Relaxed, read by the statistics.  */
 static _Atomic (size_t) kp_refault_units;
 
+/* The bytes of free units claimed again within a delay of their
+   release whose pages had been given back (by a release past the
+   budget, the budget's purge, a teardown or a trim: the decay gives
+   back only units free for a delay): each faulted its pages in again.  The
+   dirty budget's floor grows by them (kp_dirty_budget, up to a quarter
+   of the units claimed), and every tick of kp_units_decay takes an
+   eighth of them away: a program whose units go round at its peak
+   keeps them, and one that stops soon gets the floor back.  Relaxed,
+   and the tick's update a load and a store, as the peak's.  */
+static _Atomic (size_t) kp_refault_room;
+#define KP_REFAULT_ROOM_SHARE 4         /* of the units claimed */
+#define KP_REFAULT_ROOM_DECAY 8         /* a tick takes 1/8 */
+
 /* Releases and purges of units that gave pages back to the kernel
    (kp_units_release, kp_units_purge_where).  Relaxed, read by
    kame_pool_trim only.  */
@@ -395,6 +408,33 @@ kp_claim_bits (kp_region_t *r, unsigned w, uint64_t bits)
   return true;
 }
 
+/* Count the units REFAULT (bits of the claim word whose first unit is
+   W0 in R) claimed again after a discard, and add to kp_refault_room
+   those released less than a delay ago.  */
+static void
+kp_refaults_note (kp_region_t *r, unsigned w0, uint64_t refault)
+{
+  atomic_fetch_add_explicit (&kp_refault_units,
+                             (size_t) __builtin_popcountll (refault),
+                             memory_order_relaxed);
+  int delay = kp_setting (&kp_decay_ms);
+  if (delay <= 0)
+    return;
+  uint32_t now = kp_clock_ms ();
+  size_t recent = 0;
+  for (uint64_t m = refault; m != 0; m &= m - 1)
+    {
+      unsigned u = w0 + (unsigned) __builtin_ctzll (m);
+      uint32_t at = atomic_load_explicit (&r->freed_at[u],
+                                          memory_order_relaxed);
+      if ((int32_t) (now - at) < delay)
+        recent++;
+    }
+  if (recent != 0)
+    atomic_fetch_add_explicit (&kp_refault_room, recent << KP_UNIT_SHIFT,
+                               memory_order_relaxed);
+}
+
 /* The claim of the run of UNITS units at unit BASE of R was won (its
    CAS set the claim bits BITS of word BASE / 64): now, and only now,
    publish the back-offsets; then the run's pages are no longer free
@@ -419,9 +459,7 @@ kp_claim_won (kp_region_t *r, unsigned base, unsigned units, uint64_t bits)
                                                 ~bits, memory_order_relaxed)
                      & bits;
   if (refault != 0)
-    atomic_fetch_add_explicit (&kp_refault_units,
-                               (size_t) __builtin_popcountll (refault),
-                               memory_order_relaxed);
+    kp_refaults_note (r, base / 64 * 64, refault);
   size_t n = (size_t) __builtin_popcountll (bits);
   size_t claimed = atomic_fetch_add_explicit (&kp_claimed_units, n,
                                               memory_order_relaxed) + n;
@@ -992,6 +1030,12 @@ kp_units_decay (uint32_t now, uint32_t delay, size_t *calls)
     atomic_store_explicit (&kp_claimed_peak,
                            peak - (peak - claimed + 127) / 128,
                            memory_order_relaxed);
+  size_t room = atomic_load_explicit (&kp_refault_room, memory_order_relaxed);
+  if (room != 0)
+    atomic_store_explicit (&kp_refault_room,
+                           room - (room + KP_REFAULT_ROOM_DECAY - 1)
+                                  / KP_REFAULT_ROOM_DECAY,
+                           memory_order_relaxed);
   return pages;
 }
 
@@ -1010,16 +1054,21 @@ kp_units_decay_tick (void)
 /* The bytes of resident pages that a release of UNITS units may keep
    among the free units: the recent peak of the units claimed less
    those claimed without the release's, and at least KP_DIRTY_BUDGET
-   (plus the large cache's cap for the large tier, LARGE).  */
+   and the room that recent refaults made (kp_refault_room, up to a
+   quarter of the units claimed), plus the large cache's cap for the
+   large tier (LARGE).  */
 static size_t
 kp_dirty_budget (unsigned units, bool large)
 {
   size_t claimed = atomic_load_explicit (&kp_claimed_units,
                                          memory_order_relaxed);
   size_t peak = atomic_load_explicit (&kp_claimed_peak, memory_order_relaxed);
+  size_t room = atomic_load_explicit (&kp_refault_room, memory_order_relaxed);
+  size_t share = (claimed << KP_UNIT_SHIFT) / KP_REFAULT_ROOM_SHARE;
   claimed = claimed > units ? claimed - units : 0;
   size_t budget = peak > claimed ? (peak - claimed) << KP_UNIT_SHIFT : 0;
-  size_t floor = KP_DIRTY_BUDGET + (large ? kp_cache_cap_now () : 0);
+  size_t floor = KP_DIRTY_BUDGET + (room < share ? room : share)
+                 + (large ? kp_cache_cap_now () : 0);
   return budget > floor ? budget : floor;
 }
 
@@ -1104,7 +1153,14 @@ kp_units_release (kp_chunk_t *c, enum kp_release_pages pages)
         }
     }
   if (pages == KP_PAGES_DISCARD)
-    kp_units_discard (r, base, units);
+    {
+      kp_units_discard (r, base, units);
+      /* Dated, so that a claim soon after counts as a refault.  */
+      uint32_t now = kp_clock_ms ();
+      for (unsigned i = 0; i < units; i++)
+        atomic_store_explicit (&r->freed_at[base + i], now,
+                               memory_order_relaxed);
+    }
   else
     {
       kp_units_decay_tick ();

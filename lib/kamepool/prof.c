@@ -35,9 +35,9 @@
    unwinders, and what each costs); guarded sampling's walks go a frame
    at a time with unw_step, which keeps no cache per thread.  Either
    may call malloc on its first use; kp_tc.prof_busy makes such calls,
-   and any other malloc made while the thread is in here, unsampled.  The
-   frames of this library (and of its caller's malloc) are dropped from
-   the top.  Identical stacks share one record: an open-addressing
+   and any other malloc made while the thread is in here, unsampled.
+   The frames of this library (and of its caller's malloc) are dropped
+   from the top.  Identical stacks share one record: an open-addressing
    table of indices into an array of records, both mapped at start-up
    from the OS (never from the heap it profiles), bounded by
    KP_PROF_STACKS; when the table is 7/8 full, a new stack is recorded

@@ -137,12 +137,12 @@ static _Atomic (size_t) kp_refault_units;
 /* The bytes of free units claimed again within a delay of their
    release whose pages had been given back (by a release past the
    budget, the budget's purge, a teardown or a trim: the decay gives
-   back only units free for a delay): each faulted its pages in again.  The
-   dirty budget's floor grows by them (kp_dirty_budget, up to a quarter
-   of the units claimed), and every tick of kp_units_decay takes an
-   eighth of them away: a program whose units go round at its peak
-   keeps them, and one that stops soon gets the floor back.  Relaxed,
-   and the tick's update a load and a store, as the peak's.  */
+   back only units free for a delay): each faulted its pages in again.
+   The dirty budget's floor grows by them (kp_dirty_budget, up to a
+   quarter of the units claimed), and every tick of kp_units_decay
+   takes an eighth of them away: a program whose units go round at its
+   peak keeps them, and one that stops soon gets the floor back.
+   Relaxed, and the tick's update a load and a store, as the peak's.  */
 static _Atomic (size_t) kp_refault_room;
 #define KP_REFAULT_ROOM_SHARE 4         /* of the units claimed */
 #define KP_REFAULT_ROOM_DECAY 8         /* a tick takes 1/8 */

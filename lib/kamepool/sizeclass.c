@@ -8,11 +8,10 @@
    octave with a power of two at each octave boundary (sixteen from
    4096 to 8192: 4160, 4368, then 256 bytes apart from 4672), one more
    64 bytes above each power of two from 512 to 16384, 16 bytes above
-   512 and 1024, and 272 above 4096.  Every
-   class is a multiple of 16 and chunk data starts on a 256 KiB
-   boundary, so a block's natural alignment is the lowest set bit of
-   its class size: 4096, 8192, 16384 and 32768 are exact and
-   page-aligned.  Above 368 bytes the internal waste is under 20 %.
+   512 and 1024, and 272 above 4096.  Every class is a multiple of 16
+   and chunk data starts on a 256 KiB boundary, so a block's natural
+   alignment is the lowest set bit of its class size: 4096, 8192,
+   16384 and 32768 are exact and page-aligned.  Above 368 bytes the internal waste is under 20 %.
 
    Why the classes 64 bytes above a power of two (576, 1088, 2112,
    4160, 8256, 16448): a request of a power of two and a small header
@@ -21,10 +20,10 @@
    fifth of it.  Why sixteen classes from 4096 to 8192: a page and a
    header larger than 64 bytes (a database's page cache: sqlite's 4368
    bytes) took 5184 with four, 4672 with eight, 4416 with sixteen
-   256 bytes apart, and has its own class.  Why
-   528 and 1040: a power of two and a header of 8 or 16 bytes (sqlite
-   adds 8 to every request, and 1032 is its commonest size) took 576
-   and 1088, a tenth and a twentieth more.  Debian's sqlite3 on the
+   256 bytes apart, and has its own class.  Why 528 and 1040: a power
+   of two and a header of 8 or 16 bytes (sqlite adds 8 to every
+   request, and 1032 is its commonest size) took 576 and 1088, a tenth
+   and a twentieth more.  Debian's sqlite3 on the
    workload of issue 36 held 167 MiB at its peak with 69 classes, 146
    with 79, 144 with 87 and 139 with these 89 (glibc, which fits each
    request to 16 bytes, 133.6 MiB).  Each class may cost an idle thread

@@ -79,12 +79,12 @@ free_it (void *p)
   return NULL;
 }
 
-/* The process's resident KiB, counted page by page from its page
-   tables (/proc/self/smaps_rollup; statm's counters lag by up to 64
-   pages a CPU), read with no malloc: with every allocation sampled, a
-   malloc here would take a guarded slot of its own.  */
+/* The process's resident anonymous KiB, counted page by page from its
+   page tables (/proc/self/smaps_rollup; statm's counters lag by up to
+   64 pages a CPU), read with no malloc: with every allocation
+   sampled, a malloc here would take a guarded slot of its own.  */
 static long
-rss_kib (void)
+anon_kib (void)
 {
   char buf[2048];
   int fd = open ("/proc/self/smaps_rollup", O_RDONLY);
@@ -95,8 +95,8 @@ rss_kib (void)
   if (n <= 0)
     return -1;
   buf[n] = '\0';
-  const char *rss = strstr (buf, "\nRss:");
-  return rss != NULL ? strtol (rss + 5, NULL, 10) : -1;
+  const char *anon = strstr (buf, "\nAnonymous:");
+  return anon != NULL ? strtol (anon + 11, NULL, 10) : -1;
 }
 
 /* A thread's first guarded block and its free: what they add to the
@@ -106,9 +106,9 @@ static void *
 first_sample_in_thread (void *arg)
 {
   long *grew = arg;
-  long before = rss_kib ();
+  long before = anon_kib ();
   guard_site_free (guard_site_alloc (64));
-  long after = rss_kib ();
+  long after = anon_kib ();
   *grew = before < 0 || after < 0 ? -1 : after - before;
   return NULL;
 }
@@ -667,8 +667,10 @@ KT_TEST (correct_use_reports_nothing)
 /* A thread's first guarded sample keeps no unwinder state of its own:
    libunwind's fast trace, which the heap profile uses, maps and fills
    a cache of 256 KiB in each thread at its first walk; guarded
-   sampling walks a step at a time instead.  What the sample adds is a
-   slot's page, the thread's stack pages and the page tables.  */
+   sampling walks a step at a time instead.  Anonymous memory only:
+   the walk through the new thread's first frames reads unwind tables
+   of the C library that no walk read before, and the kernel maps
+   those file pages 64 KiB at a time.  */
 KT_TEST (a_threads_first_guarded_sample_adds_no_unwinder_cache)
 {
   int status = run_child ("thread_rss", NULL);

@@ -879,9 +879,8 @@ kp_cache_bytes (void)
    (kp_units_claim).  The notes are the loans' own, one an entry, not
    the decay pass's of the whole level: a loan that waited for a pass,
    every half delay, came or not depending on when the program grew,
-   and a block freed after the pass waited for the next one (sqlite on
-   issue 36's workload faulted 800 more pages when its last block was
-   not lent).  Mappings are not lent: they are not units.  True when
+   and a block freed after the pass waited for the next one
+   (bench/README, issue 36, eleventh sitting).  Mappings are not lent: they are not units.  True when
    one was lent.  */
 static bool
 kp_cache_lend (kp_heap_t *h)

@@ -23,15 +23,12 @@
    256 bytes apart, and has its own class.  Why 528 and 1040: a power
    of two and a header of 8 or 16 bytes (sqlite adds 8 to every
    request, and 1032 is its commonest size) took 576 and 1088, a tenth
-   and a twentieth more.  Debian's sqlite3 on the
-   workload of issue 36 held 167 MiB at its peak with 69 classes, 146
-   with 79, 144 with 87 and 139 with these 89 (glibc, which fits each
-   request to 16 bytes, 133.6 MiB).  Each class may cost an idle thread
-   the pages of a chunk it keeps: one, since a thread that frees a
-   working set of a class hands its other chunks over (kp_chunk_shed);
-   with these two, the idle program of issue 36 keeps 0.6 MiB more,
-   under its bound of 24 (when a thread kept its active and its newest
-   partial chunk of each class, they took it past).
+   and a twentieth more (the measurements: doc/kamepool-design.md,
+   section 2, and bench/README, issue 36).  Each class may cost an
+   idle thread the pages of a chunk it keeps: one, since a thread that
+   frees a working set of a class hands its other chunks over
+   (kp_chunk_shed), which keeps the idle program of issue 36 under its
+   bound with these classes.
 
    Why 4368 and not 4416: sqlite's page cache holds tens of thousands
    of such blocks at its peak, and 4416 wasted 48 bytes of each

@@ -131,11 +131,13 @@
 #define KP_HUGE_UNITS 8
 /* With KAME_POOL_THP_SMALL, a thread's new chunk of a class goes to a
    small chunks' group once the thread has this many full chunks of the
-   class (heap.c): 2 MiB of blocks of that class in use at least, a
+   class (heap.c): 4 MiB of blocks of that class in use at least, a
    class it fills densely.  With 2, a program whose threads come and go
    zeroed a 2 MiB page for each group that a short-lived thread's
-   chunks started (bench/README, issue 36, ninth sitting).  */
-#define KP_HUGE_DENSE 8
+   chunks started (bench/README, issue 36, ninth sitting); with 8, a
+   server whose classes hold a few MiB each kept the free part of a
+   group or two at its peak (thirteenth sitting).  */
+#define KP_HUGE_DENSE 16
 #define KP_MAX_UNITS 16                         /* dedicated chunks <= 4 MiB */
 #define KP_DEDICATED_MAX (KP_MAX_UNITS * KP_UNIT_SIZE)
 #define KP_SMALL_MAX 208896                     /* largest size class */
@@ -1599,6 +1601,7 @@ kp_purge_poll (void)
 KP_HIDDEN int kp_thp_policy_now (void);         /* a KAME_POOL_THP_* value */
 KP_HIDDEN bool kp_thp_policy_set (int policy);
 KP_HIDDEN void kp_thp_advise_region (kp_region_t *r, int policy);
+KP_HIDDEN bool kp_thp_kernel_madvise (void);
 
 /* ---- NUMA placement (numa.c) ------------------------------------------- */
 

@@ -59,7 +59,7 @@ kp_size_setting_t kp_max_bytes;
 kp_size_setting_t kp_cache_cap = { KP_CACHE_CAP_DEFAULT, KP_FROM_DEFAULT };
 kp_int_setting_t kp_thread_exit_reclaim = { 1, KP_FROM_DEFAULT };
 kp_int_setting_t kp_thp_env = { KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS
-                                                    : KAME_POOL_THP_SYSTEM,
+                                                    : KAME_POOL_THP_SMALL,
                                KP_FROM_DEFAULT };
 kp_int_setting_t kp_numa_mode;
 kp_int_setting_t kp_test_nodes;

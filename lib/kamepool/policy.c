@@ -19,10 +19,12 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kp_internal.h"
 
@@ -73,6 +75,41 @@ kp_thp_advise_region (kp_region_t *r, int policy)
   (void) r;
   (void) policy;
 #endif
+}
+
+/* Whether the kernel backs memory advised MADV_HUGEPAGE with huge
+   pages: its mode in /sys/kernel/mm/transparent_hugepage/enabled is
+   "always" or "madvise".  Read once, at the first dense claim of
+   KAME_POOL_THP_SMALL, with open and read (no allocation: a claim may
+   come from malloc); a file that cannot be read (no THP in the kernel,
+   no /sys in a sandbox) counts as "never".  -1 until read; two threads
+   that read it at once store the same answer (relaxed: it publishes
+   nothing else).  *Why*: a group's free units count as resident from
+   its start (kp_group_start), which only a huge page makes true; in
+   the "never" mode they would be counted and kept for nothing.  */
+static _Atomic (int) kp_thp_kernel = -1;
+
+bool
+kp_thp_kernel_madvise (void)
+{
+  int k = atomic_load_explicit (&kp_thp_kernel, memory_order_relaxed);
+  if (kp_likely (k >= 0))
+    return k != 0;
+  int saved = errno;
+  char buf[128];
+  ssize_t n = -1;
+  int fd = open ("/sys/kernel/mm/transparent_hugepage/enabled",
+                 O_RDONLY | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      n = read (fd, buf, sizeof buf - 1);
+      close (fd);
+    }
+  errno = saved;
+  buf[n > 0 ? n : 0] = '\0';
+  k = strstr (buf, "[always]") != NULL || strstr (buf, "[madvise]") != NULL;
+  atomic_store_explicit (&kp_thp_kernel, k, memory_order_relaxed);
+  return k != 0;
 }
 
 /* Make POLICY the policy of the regions created from now on; false

@@ -825,7 +825,8 @@ kp_units_claim_any (unsigned units, unsigned cls, bool dense)
   unsigned home = kp_numa_thread_node ();
 #if HAVE_DECL_MADV_HUGEPAGE && HAVE_DECL_MADV_NOHUGEPAGE
   dense = dense && !large
-          && kp_thp_policy_now () == KAME_POOL_THP_SMALL;
+          && kp_thp_policy_now () == KAME_POOL_THP_SMALL
+          && kp_thp_kernel_madvise ();
 #else
   dense = false;
 #endif

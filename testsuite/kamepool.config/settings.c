@@ -79,8 +79,8 @@ run_with (const char *const env[], const char *mode, char *err,
 
 /* The hugepage setting a build starts with, and its name.  */
 #define THP_DEFAULT (KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS \
-                                         : KAME_POOL_THP_SYSTEM)
-#define THP_DEFAULT_WORD (KP_HUGEPAGE_DEFAULT ? "always" : "system")
+                                         : KAME_POOL_THP_SMALL)
+#define THP_DEFAULT_WORD (KP_HUGEPAGE_DEFAULT ? "always" : "small")
 
 /* The getters' line of a process with the defaults, but for the
    settings given.  */

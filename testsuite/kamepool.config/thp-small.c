@@ -1,22 +1,30 @@
-/* thp-small.c -- KAME_POOL_HUGEPAGE=small: the chunks of a class that a
-   thread fills densely (eight full chunks of it) go to 2 MiB groups
+/* thp-small.c -- KAME_POOL_HUGEPAGE=small (the default without
+   configure --enable-hugepage): the chunks of a class that a
+   thread fills densely (sixteen full chunks of it) go to 2 MiB groups
    advised MADV_HUGEPAGE and holding only small chunks; its first chunks
    do not, a dedicated chunk takes no unit of a group, a purge that
    gives back part of a group takes its advice away, a thread freeing a
    working set gives back the pages a group brought in past its chunks'
-   carving, and a steady cycle is steady.  Seen through the "hg" and
+   carving, a steady cycle is steady, and in the kernel's "never" mode
+   (a file bound over its switch in a mount namespace of the test's
+   own) no group starts.  Seen through the "hg" and
    "nh" VmFlags of /proc/self/smaps, mincore, getrusage and the
    statistics.
    kptest-env: KAME_POOL_HUGEPAGE=small KAME_POOL_GUARD_SAMPLE=0 KAME_POOL_DECAY_MS=off
+   kptest-options: -D_GNU_SOURCE
 
    Copyright (C) 2026 The kamepool authors.
    This file is part of kamepool, free software under the GNU LGPL
    version 2.1 or later; see COPYING.  */
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "kame_pool.h"
@@ -28,8 +36,9 @@
 #define GROUP ((size_t) 2 << 20)
 #define SIZE 1024               /* a class of one-unit chunks */
 #define PER (UNIT / SIZE)       /* blocks a chunk holds */
-#define DENSE 8                 /* full chunks before a group (KP_HUGE_DENSE) */
-#define NCHUNK 25
+#define DENSE 16                /* full chunks before a group (KP_HUGE_DENSE) */
+#define INGROUP ((int) (GROUP / UNIT))  /* chunks of this class a group holds */
+#define NCHUNK (DENSE + 2 * INGROUP + 1)
 #define PAGE 4096
 
 static char *blk[NCHUNK * PER];
@@ -62,12 +71,15 @@ group_of (const void *p)
   return (uintptr_t) p & ~(uintptr_t) (GROUP - 1);
 }
 
-/* No THP in this kernel: madvise refuses the advice, no flag shows.  */
+/* No THP in this kernel, or its "never" mode: no group starts (the
+   last case).  */
 #define NEED_THP(mode)                                                  \
-  do                                                                    \
+  do {                                                                  \
     if (!kpc_thp_mode (mode, sizeof mode))                              \
       KT_UNSUPPORTED ("no transparent hugepages in this kernel");      \
-  while (0)
+    if (strcmp (mode, "never") == 0)                                    \
+      KT_UNSUPPORTED ("transparent hugepages are [never]");            \
+  } while (0)
 
 KT_TEST (the_environment_sets_the_small_policy)
 {
@@ -79,13 +91,13 @@ KT_TEST (the_environment_sets_the_small_policy)
 }
 
 /* The first DENSE chunks of the class lie in no advised mapping; the
-   next DENSE fill one 2 MiB group, advised, which a kernel in the
+   next INGROUP fill one 2 MiB group, advised, which a kernel in the
    "madvise" or "always" mode backs with a huge page.  */
 KT_TEST (the_chunks_of_a_dense_class_fill_advised_groups)
 {
   char mode[32];
   NEED_THP (mode);
-  KT_CHECK (fill (2 * DENSE));
+  KT_CHECK (fill (DENSE + INGROUP));
   struct kpc_vma v;
   for (int i = 0; i < DENSE; i++)
     {
@@ -93,7 +105,7 @@ KT_TEST (the_chunks_of_a_dense_class_fill_advised_groups)
       if (kpc_has_flag (&v, "hg"))
         KT_FAILF ("chunk %d: VmFlags%s", i, v.flags);
     }
-  for (int i = DENSE; i < 2 * DENSE; i++)
+  for (int i = DENSE; i < DENSE + INGROUP; i++)
     {
       KT_CHECK_EQ (group_of (chunk (i)), group_of (chunk (DENSE)));
       KT_CHECK (kpc_vma_of (chunk (i), &v));
@@ -105,8 +117,7 @@ KT_TEST (the_chunks_of_a_dense_class_fill_advised_groups)
      have started the next group, merged into the same mapping.  */
   KT_CHECK (v.start <= group_of (chunk (DENSE)));
   KT_CHECK (v.end >= group_of (chunk (DENSE)) + GROUP);
-  if (strcmp (mode, "never") != 0)
-    KT_CHECK (v.anon_huge_kb >= GROUP / 1024);
+  KT_CHECK (v.anon_huge_kb >= GROUP / 1024);
 }
 
 /* With one chunk in a new group and its seven other units free and
@@ -218,9 +229,66 @@ KT_TEST (a_steady_cycle_is_steady_from_its_fourth_round)
   kt_steady_cycle (p, 8192, 8, 3, kt_pool_interposes ());
 }
 
+/* Where the kernel backs no advised memory with huge pages, a group's
+   free units would be counted resident for nothing: the library reads
+   the kernel's mode once, at its first dense claim, and in the "never"
+   mode no group starts.  The mode is faked for this process alone: a
+   file bound over the switch in a mount namespace of its own (made
+   private first, so that nothing reaches the system's), which root or
+   an unprivileged user namespace allows; UNSUPPORTED where neither
+   does.  */
+KT_TEST (in_the_kernels_never_mode_no_group_starts)
+{
+  static const char path[] = "/sys/kernel/mm/transparent_hugepage/enabled";
+  char fake[] = "/tmp/kptest-thp-XXXXXX";
+  int fd = mkstemp (fake);
+  KT_CHECK (fd >= 0);
+  static const char never[] = "always madvise [never]\n";
+  KT_CHECK_EQ (write (fd, never, sizeof never - 1), (ssize_t) sizeof never - 1);
+  close (fd);
+  if (access (path, F_OK) != 0)
+    {
+      unlink (fake);
+      KT_UNSUPPORTED ("no %s", path);
+    }
+  if (unshare (CLONE_NEWNS) != 0
+      && unshare (CLONE_NEWUSER | CLONE_NEWNS) != 0)
+    {
+      unlink (fake);
+      KT_UNSUPPORTED ("no mount namespace of our own: %s", strerror (errno));
+    }
+  if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
+      || mount (fake, path, NULL, MS_BIND, NULL) != 0)
+    {
+      int e = errno;
+      unlink (fake);
+      KT_UNSUPPORTED ("cannot bind a file over the switch: %s", strerror (e));
+    }
+  unlink (fake);
+  char mode[32];
+  KT_CHECK (kpc_thp_mode (mode, sizeof mode));
+  KT_CHECK_STR_EQ (mode, "never");
+  KT_CHECK (fill (DENSE + 1));
+  struct kpc_vma v;
+  for (int i = 0; i <= DENSE; i++)
+    {
+      KT_CHECK (kpc_vma_of (chunk (i), &v));
+      if (kpc_has_flag (&v, "hg"))
+        KT_FAILF ("chunk %d: VmFlags%s", i, v.flags);
+    }
+  /* A group would have counted its seven other units free and resident
+     (1792 KiB); nothing was released, so no unit is.  */
+  kame_pool_stats_t st;
+  memset (&st, 0, sizeof st);
+  st.version = KAME_POOL_STATS_VERSION;
+  kame_pool_get_stats (&st);
+  KT_CHECK_EQ (st.dirty_bytes, 0);
+}
+
 KT_MAIN (KT_CASE (the_environment_sets_the_small_policy),
          KT_CASE (the_chunks_of_a_dense_class_fill_advised_groups),
          KT_CASE (a_dedicated_chunk_takes_no_unit_of_a_group),
          KT_CASE (a_purge_that_splits_a_group_takes_its_advice_away),
          KT_CASE (a_thread_freeing_its_working_set_gives_back_the_uncarved_pages),
-         KT_CASE (a_steady_cycle_is_steady_from_its_fourth_round))
+         KT_CASE (a_steady_cycle_is_steady_from_its_fourth_round),
+         KT_CASE (in_the_kernels_never_mode_no_group_starts))

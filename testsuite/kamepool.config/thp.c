@@ -66,7 +66,7 @@ process_anon_huge_kb (void)
 KT_TEST (thp_default_from_configure)
 {
   KT_CHECK_EQ (kame_pool_get_thp_policy (),
-               KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS : KAME_POOL_THP_SYSTEM);
+               KP_HUGEPAGE_DEFAULT ? KAME_POOL_THP_ALWAYS : KAME_POOL_THP_SMALL);
 }
 
 KT_TEST (thp_bad_policy_einval_errno_untouched)

@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

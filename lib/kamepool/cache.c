@@ -880,8 +880,8 @@ kp_cache_bytes (void)
    the decay pass's of the whole level: a loan that waited for a pass,
    every half delay, came or not depending on when the program grew,
    and a block freed after the pass waited for the next one
-   (bench/README, issue 36, eleventh sitting).  Mappings are not lent: they are not units.  True when
-   one was lent.  */
+   (bench/README, issue 36, eleventh sitting).  Mappings are not lent:
+   they are not units.  True when one was lent.  */
 static bool
 kp_cache_lend (kp_heap_t *h)
 {

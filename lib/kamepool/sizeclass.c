@@ -11,7 +11,8 @@
    512 and 1024, and 272 above 4096.  Every class is a multiple of 16
    and chunk data starts on a 256 KiB boundary, so a block's natural
    alignment is the lowest set bit of its class size: 4096, 8192,
-   16384 and 32768 are exact and page-aligned.  Above 368 bytes the internal waste is under 20 %.
+   16384 and 32768 are exact and page-aligned.  Above 368 bytes the
+   internal waste is under 20 %.
 
    Why the classes 64 bytes above a power of two (576, 1088, 2112,
    4160, 8256, 16448): a request of a power of two and a small header

@@ -35,8 +35,8 @@
 #define GROUP ((size_t) 2 << 20)
 #define SIZE 1024               /* a class of one-unit chunks */
 #define PER (UNIT / SIZE)       /* blocks a chunk holds */
-#define DENSE 16                /* full chunks before a group (KP_HUGE_DENSE) */
-#define INGROUP ((int) (GROUP / UNIT))  /* chunks of this class a group holds */
+#define DENSE 16        /* full chunks before a group (KP_HUGE_DENSE) */
+#define INGROUP ((int) (GROUP / UNIT))  /* this class's chunks a group holds */
 #define NCHUNK (DENSE + 2 * INGROUP + 1)
 #define PAGE 4096
 
@@ -243,7 +243,8 @@ KT_TEST (in_the_kernels_never_mode_no_group_starts)
   int fd = mkstemp (fake);
   KT_CHECK (fd >= 0);
   static const char never[] = "always madvise [never]\n";
-  KT_CHECK_EQ (write (fd, never, sizeof never - 1), (ssize_t) sizeof never - 1);
+  KT_CHECK_EQ (write (fd, never, sizeof never - 1),
+               (ssize_t) sizeof never - 1);
   close (fd);
   if (access (path, F_OK) != 0)
     {

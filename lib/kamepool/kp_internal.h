@@ -2114,7 +2114,7 @@ KP_HIDDEN void *kp_calloc (size_t n, size_t m);
    The new head's line is fetched now, for the next malloc of the
    class, whose first load is its link: a block that another thread
    freed, or that was freed long ago, is rarely in this core's cache
-   (a prefetch never faults, so a bad or NULL link costs nothing).  */
+   (a prefetch never faults: a NULL link is harmless).  */
 KP_INLINE void *
 kp_chunk_pop (kp_chunk_t *c, kp_block_t *b)
 {
